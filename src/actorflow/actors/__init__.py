@@ -1,0 +1,1 @@
+"""Actors: the pure protocol state machines, their kinds, and the runtime that hosts them."""

@@ -1,0 +1,137 @@
+"""How an act moves data, by task type: the shell side of each actor kind.
+
+``ActorHost`` binds one pure state machine to its task's kernels and regst memory.
+Executors take ``(host, act)`` and run on the unit's stream.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from actorflow.actors.messages import Act
+from actorflow.actors.state import ActorState
+from actorflow.errors import KernelError
+from actorflow.kernels.registry import KernelContext, get_op
+from actorflow.plan.model import Task
+
+if TYPE_CHECKING:
+    from actorflow.actors.runtime import MachineRuntime
+
+Executor = Callable[["ActorHost", Act], None]
+_EXECUTORS: dict[str, Executor] = {}
+
+
+def register_executor(task_type: str, fn: Executor) -> Executor:
+    _EXECUTORS[task_type] = fn
+    return fn
+
+
+class ActorHost:
+    """One actor in a runtime: its state machine, compiled exec sequence and memory view."""
+
+    __slots__ = ("executor", "machine_id", "memory", "nodes", "runtime", "state", "stream",
+                 "task", "task_id", "unit")
+
+    def __init__(self, task: Task, state: ActorState, runtime: MachineRuntime,
+                 stream: Any, unit: Any) -> None:
+        self.task = task
+        self.task_id = task.task_id
+        self.machine_id = task.machine_id
+        self.state = state
+        self.runtime = runtime
+        self.memory = runtime.memory
+        self.stream = stream
+        self.unit = unit
+        try:
+            self.executor = _EXECUTORS[task.task_type]
+        except KeyError:
+            raise KeyError(f"no executor for task type '{task.task_type}'; known: "
+                           f"{sorted(_EXECUTORS)}") from None
+        self.nodes = []
+        for node in task.exec_sequence:
+            op = get_op(node.kernel.op_type)
+            ctx = KernelContext(stream.xp, 0, task.task_id, node.kernel.op_name)
+            ins = [(a, r.regst_desc_id, r.blob) for a, r in node.inputs.items()]
+            outs = [(a, r.regst_desc_id, r.blob) for a, r in node.outputs.items()]
+            self.nodes.append((op.kernel, ctx, node.kernel.attrs, ins, outs))
+
+    def run(self, act: Act) -> None:
+        self.executor(self, act)
+
+    def kernel_error(self, op_name: str, act: Act, e: BaseException) -> KernelError:
+        return KernelError(op_name, self.task_id, self.machine_id, act.piece_id,
+                           f"{type(e).__name__}: {e}", traceback.format_exc())
+
+
+def run_exec_sequence(host: ActorHost, act: Act) -> None:
+    slots = dict(act.reads)
+    slots.update(act.writes)
+    mem = host.memory
+    for kernel, ctx, attrs, ins, outs in host.nodes:
+        ctx.piece_id = act.piece_id
+        try:
+            i = {a: mem[d][slots[d]][b] for a, d, b in ins}
+            o = {a: mem[d][slots[d]][b] for a, d, b in outs}
+            kernel(ctx, i, o, attrs)
+        except Exception as e:
+            raise host.kernel_error(ctx.op_name, act, e) from e
+
+
+def run_input(host: ActorHost, act: Act) -> None:
+    """Copy the oldest fed piece into the written regst (or run generator kernels)."""
+    feed = host.runtime.take_feed(host.task_id)
+    d, slot = act.writes[0]
+    dst = host.memory[d][slot]
+    for name, arr in feed.items():
+        dst[name][...] = arr
+    if host.nodes:
+        run_exec_sequence(host, act)
+
+
+def run_output(host: ActorHost, act: Act) -> None:
+    d, slot = act.reads[0]
+    src = host.memory[d][slot]
+    host.runtime.deliver(host.task, act.piece_id, {k: v.copy() for k, v in src.items()})
+
+
+def run_acc(host: ActorHost, act: Act) -> None:
+    first, _emit = act.info
+    dout, sout = act.writes[0]
+    dst = host.memory[dout][sout]
+    if not act.reads:
+        return
+    din, sin = act.reads[0]
+    src = host.memory[din][sin]
+    xp = host.stream.xp
+    for name, arr in dst.items():
+        if first:
+            arr[...] = src[name]
+        else:
+            xp.add(arr, src[name], out=arr, casting="unsafe")
+
+
+def run_copy(host: ActorHost, act: Act) -> None:
+    """repeat / copy kinds with no kernels: copy every blob by name."""
+    if host.nodes:
+        run_exec_sequence(host, act)
+        return
+    din, sin = act.reads[0]
+    dout, sout = act.writes[0]
+    src, dst = host.memory[din][sin], host.memory[dout][sout]
+    for name, arr in dst.items():
+        arr[...] = src[name]
+
+
+def run_nothing(host: ActorHost, act: Act) -> None:
+    if host.nodes:
+        run_exec_sequence(host, act)
+
+
+for _t, _fn in {
+    "normal": run_exec_sequence, "source": run_exec_sequence, "boxing": run_exec_sequence,
+    "input": run_input, "output": run_output, "acc": run_acc, "repeat": run_copy,
+    "copy_h2d": run_copy, "copy_d2h": run_copy, "comm_net": run_copy, "tick": run_nothing,
+}.items():
+    register_executor(_t, _fn)

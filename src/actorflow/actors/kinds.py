@@ -1,0 +1,221 @@
+"""Actor kinds by task type: one registry, one place to add a kind.
+
+Each kind is a refinement of ``ActorState`` (pure).  How an act's data moves (kernels,
+feeds, deliveries, accumulation) is the runtime's business, chosen by the same task type.
+"""
+
+from __future__ import annotations
+
+from actorflow.actors.messages import Act, Msg
+from actorflow.actors.state import RUNNING, ActorState
+from actorflow.errors import ProtocolError
+from actorflow.plan.model import Task
+
+_KINDS: dict[str, type[ActorState]] = {}
+
+
+def register_kind(task_type: str, cls: type[ActorState]) -> type[ActorState]:
+    _KINDS[task_type] = cls
+    return cls
+
+
+def kind_names() -> list[str]:
+    return sorted(_KINDS)
+
+
+def make_state(task: Task, producer_of: dict[int, int]) -> ActorState:
+    try:
+        cls = _KINDS[task.task_type]
+    except KeyError:
+        raise ProtocolError(
+            f"task {task.task_id}: unknown task type '{task.task_type}'; known: "
+            f"{', '.join(kind_names())}") from None
+    return cls(task, producer_of)
+
+
+class _Generator(ActorState):
+    """Base of kinds with no data inputs: they act on a piece budget."""
+
+    def __init__(self, task: Task, producer_of: dict[int, int]) -> None:
+        super().__init__(task, producer_of)
+        self.pieces_made = 0
+        self.budget: int | None = 0  # pieces allowed so far (None: unbounded)
+        self.closed = False
+
+    def _can_act(self) -> bool:
+        if self.budget is not None and self.pieces_made >= self.budget:
+            return False
+        for c in self._cons:  # optional control inputs (ticks)
+            if not c.ready:
+                return False
+        for p in self._prod:
+            if not p.free:
+                return False
+        return True
+
+    def _start_act(self) -> Act:
+        reads = [(c.desc_id, c.ready.popleft()[0]) for c in self._cons]
+        writes = [(p.desc_id, p.free.popleft()) for p in self._prod]
+        piece = self.pieces_made
+        self.pieces_made += 1
+        return Act(self.task_id, self.acts, piece, reads, writes)
+
+    def _input_done(self) -> bool:
+        if self._cons and all(c.eord and not c.ready for c in self._cons):
+            return True
+        return self.closed and (self.budget is None or self.pieces_made >= self.budget)
+
+
+class SourceState(_Generator):
+    """Generator kernel with a piece count; starts on ``CMD start``."""
+
+    kind = "source"
+
+    def _on_cmd(self, msg: Msg) -> None:
+        if msg.cmd == "start":
+            n = msg.payload if msg.payload is not None else self.attrs.get("piece_num")
+            self.budget = None if n is None else int(n)
+            self.closed = self.budget is not None
+        elif msg.cmd == "stop":
+            self.budget = self.pieces_made if self.budget is None else min(
+                self.budget, self.pieces_made)
+            self.closed = True
+        else:
+            super()._on_cmd(msg)
+
+
+class InputState(_Generator):
+    """Pieces fed by the client: ``CMD feed`` adds one, ``CMD close`` ends the stream."""
+
+    kind = "input"
+
+    def _on_cmd(self, msg: Msg) -> None:
+        if msg.cmd == "feed":
+            if self.closed:
+                raise ProtocolError(f"task {self.task_id} (input {self.label}): fed after close")
+            self.budget = (self.budget or 0) + (1 if msg.payload is None else int(msg.payload))
+        elif msg.cmd == "close":
+            self.closed = True
+        else:
+            super()._on_cmd(msg)
+
+
+class AccState(ActorState):
+    """N pieces in, 1 piece out: the output regst is held while a group accumulates.
+
+    ``info`` of an act is ``(first, emit)``: first of its group (copy, not add) and last
+    of its group (send READY).  A partial group left at EORD is emitted before EORD.
+    """
+
+    kind = "acc"
+
+    def __init__(self, task: Task, producer_of: dict[int, int]) -> None:
+        super().__init__(task, producer_of)
+        self.acc_num = int(task.attrs.get("acc_num", 1))
+        if self.acc_num < 1 or len(self._cons) != 1 or len(self._prod) != 1:
+            raise ProtocolError(f"task {task.task_id} (acc): needs acc_num >= 1, one consumed "
+                                "and one produced regst desc")
+        self.held: int | None = None  # produced slot being accumulated into
+        self.count = 0
+        self.groups = 0
+        self.flush = False
+
+    def _can_act(self) -> bool:
+        if self.flush:
+            return self.held is not None
+        return bool(self._cons[0].ready) and (self.held is not None or bool(self._prod[0].free))
+
+    def _start_act(self) -> Act:
+        p = self._prod[0]
+        if self.flush:  # emit the partial group, no input read
+            self.flush = False
+            act = Act(self.task_id, self.acts, self.groups, [], [(p.desc_id, self.held)],
+                      (False, True))
+            self.held, self.count = None, 0
+            self.groups += 1
+            return act
+        c = self._cons[0]
+        first = self.held is None
+        if first:
+            self.held = p.free.popleft()
+        slot, _piece = c.ready.popleft()
+        self.count += 1
+        emit = self.count == self.acc_num
+        act = Act(self.task_id, self.acts, self.groups, [(c.desc_id, slot)],
+                  [(p.desc_id, self.held)], (first, emit))
+        if emit:
+            self.held, self.count = None, 0
+            self.groups += 1
+        return act
+
+    def _finish(self, act: Act, out: list) -> None:
+        if act.info[1]:
+            d, slot = act.writes[0]
+            self._send_ready(out, self.produced[d], slot, act.piece_id)
+        for d, slot in act.reads:
+            self._send_ack(out, self.consumed[d], slot, act.piece_id)
+
+    def _before_eord(self) -> bool:
+        if self.held is not None and not self.flush:
+            self.flush = True
+            return True
+        return False
+
+
+class RepeatState(ActorState):
+    """1 piece in, N pieces out: the input regst is acked after its N-th use."""
+
+    kind = "repeat"
+
+    def __init__(self, task: Task, producer_of: dict[int, int]) -> None:
+        super().__init__(task, producer_of)
+        self.repeat_num = int(task.attrs.get("repeat_num", 1))
+        if self.repeat_num < 1 or len(self._cons) != 1 or len(self._prod) != 1:
+            raise ProtocolError(f"task {task.task_id} (repeat): needs repeat_num >= 1, one "
+                                "consumed and one produced regst desc")
+        self.used = 0  # uses of the current front input
+        self.made = 0
+
+    def _start_act(self) -> Act:
+        c, p = self._cons[0], self._prod[0]
+        slot, _piece = c.ready[0]
+        self.used += 1
+        last = self.used == self.repeat_num
+        if last:
+            c.ready.popleft()
+            self.used = 0
+        act = Act(self.task_id, self.acts, self.made, [(c.desc_id, slot)],
+                  [(p.desc_id, p.free.popleft())], last)
+        self.made += 1
+        return act
+
+    def _finish(self, act: Act, out: list) -> None:
+        d, slot = act.writes[0]
+        self._send_ready(out, self.produced[d], slot, act.piece_id)
+        if act.info:
+            d, slot = act.reads[0]
+            self._send_ack(out, self.consumed[d], slot, act.piece_id)
+
+
+class OutputState(ActorState):
+    """Hands each piece to the client; no produced data."""
+
+    kind = "output"
+
+
+class TickState(ActorState):
+    """Control only: same rules, no kernels."""
+
+    kind = "tick"
+
+
+for _name, _cls in {
+    "normal": ActorState, "source": SourceState, "input": InputState, "output": OutputState,
+    "tick": TickState, "acc": AccState, "repeat": RepeatState,
+    "boxing": ActorState, "comm_net": ActorState, "copy_h2d": ActorState,
+    "copy_d2h": ActorState,
+}.items():
+    register_kind(_name, _cls)
+
+__all__ = ["RUNNING", "AccState", "InputState", "OutputState", "RepeatState", "SourceState",
+           "TickState", "kind_names", "make_state", "register_kind"]

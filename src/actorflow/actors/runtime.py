@@ -1,0 +1,248 @@
+"""The runtime of one machine (or, in a Session, of every machine in one process).
+
+Tasks with the same ``(machine_id, thrd_id)`` share one execution unit: one thread, one
+inbox, one stream.  A unit takes a message, hands it to the actor's pure state machine,
+and executes the returned actions in order.  Messages between actors of the same unit go
+through a local deque and never touch a queue or a socket.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from actorflow.actors.executors import ActorHost
+from actorflow.actors.kinds import make_state
+from actorflow.actors.memory import Allocator, HostAllocator
+from actorflow.actors.messages import Act, Exit, Msg, cmd
+from actorflow.actors.stream import make_stream
+from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
+from actorflow.plan.model import Plan, Task
+
+_STOP = object()
+
+
+class ThreadUnit:
+    """One execution unit: a thread with an inbox dispatching to its actors."""
+
+    def __init__(self, runtime: MachineRuntime, key: tuple[int, int], tasks: list[Task]) -> None:
+        self.runtime = runtime
+        self.key = key
+        self.name = f"actorflow-m{key[0]}-t{key[1]}"
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.local: deque[Msg] = deque()
+        mem_case = next((d.mem_case for t in tasks for d in t.produced.values()), "host")
+        self.stream = make_stream(mem_case)
+        self.tasks = tasks
+        self.actors: dict[int, ActorHost] = {}
+        self.live = 0
+        self.thread: threading.Thread | None = None
+
+    def build(self, producer_of: dict[int, int]) -> None:
+        for t in self.tasks:
+            state = make_state(t, producer_of)
+            self.actors[t.task_id] = ActorHost(t, state, self.runtime, self.stream, self)
+        self.live = len(self.actors)
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._main, name=self.name, daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        rt = self.runtime
+        try:
+            self._loop()
+        except ActorflowError as e:
+            rt.fail(e)
+        except Exception as e:  # a bug in the runtime itself: still stop everything
+            rt.fail(ProtocolError(f"unit {self.name} crashed: {type(e).__name__}: {e}"), e)
+
+    def _loop(self) -> None:
+        rt = self.runtime
+        local, inbox, actors = self.local, self.inbox, self.actors
+        rec = rt.recorder
+        while self.live > 0:
+            if local:
+                msg = local.popleft()
+            else:
+                try:
+                    msg = inbox.get(timeout=0.2)
+                except queue.Empty:
+                    if rt.stopping:
+                        return
+                    continue
+                if msg is _STOP:
+                    return
+            host = actors.get(msg.dst)
+            if host is None:
+                raise ProtocolError(f"unit {self.name} got {msg!r} for a task it does not host")
+            if rec is not None:
+                rec.recv(self.key, msg)
+            self.execute(host, host.state.handle(msg))
+
+    def execute(self, host: ActorHost, actions: list[Any]) -> None:
+        rt = self.runtime
+        send = rt.send
+        rec = rt.recorder
+        stream = self.stream
+        pending = deque(((host, actions),))
+        while pending:
+            h, acts = pending.popleft()
+            for a in acts:
+                tp = type(a)
+                if tp is Msg:
+                    if rec is not None:
+                        rec.send(self.key, a)
+                    send(a, self)
+                elif tp is Act:
+                    if rec is not None:
+                        rec.act_begin(self.key, h.task_id, a)
+                    stream.launch(h, a)
+                    if rec is not None:
+                        rec.act_end(self.key, h.task_id, a)
+                elif tp is Exit:
+                    self.live -= 1
+                    rt.actor_exited(a.task_id)
+            for h2, act in stream.completed():
+                pending.append((h2, h2.state.act_done(act)))
+
+
+class MachineRuntime:
+    """Hosts the actors of some machines of a plan on threads and routes their messages.
+
+    ``deliver``/``take_feed`` connect output/input actors to a client (a Session).
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        machine_ids: Iterable[int] | None = None,
+        allocator: Allocator | None = None,
+        recorder: Any = None,
+        on_deliver: Callable[[Task, int, dict], None] | None = None,
+    ) -> None:
+        self.plan = plan
+        ids = set(machine_ids) if machine_ids is not None else {t.machine_id for t in plan.tasks}
+        self.tasks = [t for t in plan.tasks if t.machine_id in ids]
+        self.recorder = recorder
+        self.allocator = allocator or HostAllocator()
+        self.on_deliver = on_deliver
+        self.stopping = False
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._all_exited = threading.Event()
+        self._exited: set[int] = set()
+        self._feeds: dict[int, deque[dict]] = {}
+        producer_of = {d.regst_desc_id: t.task_id for t in plan.tasks for d in t.produced.values()}
+        self.memory: dict[int, list[dict]] = {}
+        for t in self.tasks:
+            for d in t.produced.values():
+                self.memory[d.regst_desc_id] = self.allocator.allocate(d)
+        by_unit: dict[tuple[int, int], list[Task]] = {}
+        for t in self.tasks:
+            by_unit.setdefault((t.machine_id, t.thrd_id), []).append(t)
+        self.units = {k: ThreadUnit(self, k, ts) for k, ts in sorted(by_unit.items())}
+        self.route: dict[int, ThreadUnit] = {}
+        for u in self.units.values():
+            u.build(producer_of)
+            for tid in u.actors:
+                self.route[tid] = u
+        if not self.tasks:
+            self._all_exited.set()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        for u in self.units.values():
+            u.start()
+
+    def send(self, msg: Msg, from_unit: ThreadUnit | None = None) -> None:
+        u = self.route.get(msg.dst)
+        if u is None:
+            raise ProtocolError(f"no route to task {msg.dst} for {msg!r}")
+        if u is from_unit:
+            u.local.append(msg)
+        else:
+            u.inbox.put(msg)
+
+    def command(self, task_id: int, name: str, payload: Any = None) -> None:
+        self.send(cmd(task_id, name, payload))
+
+    def actor_exited(self, task_id: int) -> None:
+        with self._lock:
+            self._exited.add(task_id)
+            if len(self._exited) == len(self.tasks):
+                self._all_exited.set()
+
+    def fail(self, error: BaseException, cause: BaseException | None = None) -> None:
+        with self._lock:
+            if self.error is None:
+                if cause is not None:
+                    error.__cause__ = cause
+                self.error = error
+        self.stopping = True
+        for u in self.units.values():
+            u.inbox.put(_STOP)
+        self._all_exited.set()
+        if self.on_deliver is not None:
+            self.on_deliver(None, -1, {})  # wake the client
+
+    def wait_exited(self, timeout: float) -> None:
+        """Wait until every actor exited; the timeout error names the ones still alive."""
+        if not self._all_exited.wait(timeout):
+            raise WaitTimeout(
+                f"waited {timeout:.1f}s for every actor to exit; still running: "
+                f"{self.describe_live()}")
+        if self.error is not None:
+            raise self.error
+
+    def describe_live(self, limit: int = 8) -> str:
+        live = [h.state.blocked_on() for u in self.units.values() for h in u.actors.values()
+                if h.task_id not in self._exited]
+        parts = []
+        for s in live[:limit]:
+            why = []
+            if s["inputs_empty"]:
+                why.append(f"waits for READY on descs {s['inputs_empty']}")
+            for o in s["outputs_full"]:
+                why.append(f"desc {o['regst_desc_id']} has no free regst (held by tasks "
+                           f"{o['held_by']})")
+            parts.append(f"task {s['task_id']} ({s['label']}, {s['status']}): "
+                         + ("; ".join(why) or "idle"))
+        more = f" and {len(live) - limit} more" if len(live) > limit else ""
+        return "; ".join(parts) + more
+
+    def join(self, timeout: float = 10.0) -> None:
+        self.stopping = True
+        deadline = time.monotonic() + timeout
+        for u in self.units.values():
+            if u.thread is not None and u.thread.is_alive():
+                u.inbox.put(_STOP)
+        for u in self.units.values():
+            if u.thread is not None:
+                u.thread.join(max(0.0, deadline - time.monotonic()))
+                if u.thread.is_alive():
+                    raise WaitTimeout(f"unit thread {u.name} did not stop within {timeout:.1f}s")
+        self.allocator.close()
+
+    # -- client side -----------------------------------------------------------------
+    def push_feed(self, task_id: int, arrays: dict) -> None:
+        with self._lock:
+            self._feeds.setdefault(task_id, deque()).append(arrays)
+        self.command(task_id, "feed")
+
+    def take_feed(self, task_id: int) -> dict:
+        with self._lock:
+            q = self._feeds.get(task_id)
+            if not q:
+                raise ProtocolError(f"input task {task_id} acted with no fed piece")
+            return q.popleft()
+
+    def deliver(self, task: Task, piece_id: int, arrays: dict) -> None:
+        if self.on_deliver is None:
+            raise KernelError(task.label, task.task_id, task.machine_id, piece_id,
+                              "output actor has no client to deliver to")
+        self.on_deliver(task, piece_id, arrays)

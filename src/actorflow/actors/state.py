@@ -1,0 +1,262 @@
+"""The actor protocol as a pure state machine: ``handle(msg) -> actions``.
+
+No threads, sockets, clocks or arrays live here.  The shell (runtime) executes the
+actions in order: ``Msg`` -> send it, ``Act`` -> run the kernels and then call
+``act_done(act)`` (which returns the READY/ACK messages to send), ``Exit`` -> the actor is
+finished.  Rules (DESIGN.md, "The actor protocol"):
+
+1. act when every consumed desc has a ready regst at the front and every produced desc a
+   free regst (kinds refine this);
+2./3. after the act, READY to every consumer of each written regst (reading count = number
+   of consumers) and ACK back for each read regst; an ACK decrements the count;
+5. EORD once every consumed desc saw EORD and nothing is queued or in flight; then the
+   zombie state until every produced regst is acked; then ``Exit``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from actorflow.actors.messages import ACK, CMD, EORD, READY, Act, Exit, Msg
+from actorflow.errors import ProtocolError
+from actorflow.plan.model import Task
+
+RUNNING, ZOMBIE, EXITED = "running", "zombie", "exited"
+
+
+class Produced:
+    """One produced regst desc: ``register_num`` slots with reading counts."""
+
+    __slots__ = ("consumers", "count", "desc_id", "eord_sent", "free", "outstanding", "seq")
+
+    def __init__(self, desc_id: int, register_num: int, consumers: list[int]) -> None:
+        self.desc_id = desc_id
+        self.consumers = tuple(consumers)
+        self.count = [0] * register_num
+        self.free: deque[int] = deque(range(register_num))
+        self.seq = dict.fromkeys(self.consumers, 0)  # next seq per destination
+        self.outstanding = dict.fromkeys(self.consumers, 0)  # READY not yet acked, per consumer
+        self.eord_sent = False
+
+    def all_free(self) -> bool:
+        return len(self.free) == len(self.count)
+
+
+class Consumed:
+    """One consumed regst desc: the FIFO of regsts its producer announced ready."""
+
+    __slots__ = ("desc_id", "eord", "next_seq", "producer", "ready")
+
+    def __init__(self, desc_id: int, producer: int) -> None:
+        self.desc_id = desc_id
+        self.producer = producer
+        self.ready: deque[tuple[int, int]] = deque()  # (slot, piece_id)
+        self.eord = False
+        self.next_seq = 0
+
+
+class ActorState:
+    """Base state machine; the ``normal`` kind as is.  Kinds override the ``_`` hooks."""
+
+    kind = "normal"
+
+    def __init__(self, task: Task, producer_of: dict[int, int]) -> None:
+        """``producer_of`` maps every consumed regst desc id to its producer task id."""
+        self.task_id = task.task_id
+        self.label = task.label
+        self.attrs = task.attrs
+        self.produced: dict[int, Produced] = {}
+        for d in task.produced.values():
+            self.produced[d.regst_desc_id] = Produced(
+                d.regst_desc_id, d.register_num, d.consumer_task_ids)
+        self.consumed: dict[int, Consumed] = {}
+        for desc_id in task.consumed_ids():
+            if desc_id not in producer_of:
+                raise ProtocolError(f"task {self.task_id}: consumed regst desc {desc_id} has no "
+                                    "producer in the plan")
+            self.consumed[desc_id] = Consumed(desc_id, producer_of[desc_id])
+        self._prod = list(self.produced.values())
+        self._cons = list(self.consumed.values())
+        self.status = RUNNING
+        self.inflight: dict[int, Act] = {}
+        self.acts = 0  # acts started
+        self._sent = 0  # messages sent, for unique msg ids
+
+    # -- public API ------------------------------------------------------------------
+    def handle(self, msg: Msg) -> list[Any]:
+        t = msg.type
+        if self.status == EXITED:
+            raise ProtocolError(f"task {self.task_id} ({self.label}) got {msg!r} after it exited")
+        if t == READY:
+            c = self.consumed.get(msg.regst_desc_id)
+            if c is None:
+                raise ProtocolError(f"task {self.task_id} ({self.label}) got READY for regst desc "
+                                    f"{msg.regst_desc_id}, which it does not consume")
+            if c.eord:
+                raise ProtocolError(f"task {self.task_id}: READY on regst desc {c.desc_id} after "
+                                    "its EORD")
+            if msg.seq != c.next_seq:
+                raise ProtocolError(
+                    f"task {self.task_id}: regst desc {c.desc_id} message out of order "
+                    f"(seq {msg.seq}, expected {c.next_seq})")
+            c.next_seq += 1
+            c.ready.append((msg.slot, msg.piece_id))
+        elif t == ACK:
+            self._on_ack(msg)
+        elif t == EORD:
+            c = self.consumed.get(msg.regst_desc_id)
+            if c is None:
+                raise ProtocolError(f"task {self.task_id} ({self.label}) got EORD for regst desc "
+                                    f"{msg.regst_desc_id}, which it does not consume")
+            if msg.seq != c.next_seq:
+                raise ProtocolError(
+                    f"task {self.task_id}: EORD on regst desc {c.desc_id} overtook a READY "
+                    f"(seq {msg.seq}, expected {c.next_seq})")
+            c.next_seq += 1
+            c.eord = True
+        elif t == CMD:
+            self._on_cmd(msg)
+        else:
+            raise ProtocolError(f"task {self.task_id}: unknown message type {t!r}")
+        return self._progress([])
+
+    def act_done(self, act: Act) -> list[Any]:
+        """The act's kernels finished: send READY/ACK, then try to act again."""
+        if self.inflight.pop(act.act_id, None) is None:
+            raise ProtocolError(f"task {self.task_id}: act {act.act_id} completed twice")
+        out: list[Any] = []
+        self._finish(act, out)
+        return self._progress(out)
+
+    def blocked_on(self) -> dict[str, Any]:
+        """Why this actor is not acting now (for hang reports): plain ids only."""
+        return {
+            "task_id": self.task_id,
+            "label": self.label,
+            "kind": self.kind,
+            "status": self.status,
+            "acts": self.acts,
+            "inflight": len(self.inflight),
+            "inputs_empty": [c.desc_id for c in self._cons if not c.ready and not c.eord],
+            "inputs_eord": [c.desc_id for c in self._cons if c.eord],
+            "outputs_full": [
+                {"regst_desc_id": p.desc_id,
+                 "held_by": [k for k, v in p.outstanding.items() if v > 0]}
+                for p in self._prod if not p.free],
+            "queued": {c.desc_id: len(c.ready) for c in self._cons if c.ready},
+        }
+
+    # -- the loop ----------------------------------------------------------------------
+    def _progress(self, out: list[Any]) -> list[Any]:
+        while True:
+            while self.status == RUNNING and self._can_act():
+                act = self._start_act()
+                self.acts += 1
+                self.inflight[act.act_id] = act
+                out.append(act)
+            if self.status == RUNNING and not self.inflight and self._input_done():
+                if self._before_eord():
+                    continue
+                self._send_eord(out)
+                self.status = ZOMBIE
+            break
+        if self.status == ZOMBIE and not self.inflight and all(p.all_free() for p in self._prod):
+            self.status = EXITED
+            out.append(Exit(self.task_id))
+        return out
+
+    def _send(self, out: list, type_: int, dst: int, desc_id: int, slot: int, piece: int,
+              seq: int = 0) -> None:
+        self._sent += 1
+        out.append(Msg(type_, self.task_id, dst, desc_id, slot, piece, seq,
+                       (self.task_id << 32) | self._sent))
+
+    def _send_ready(self, out: list, p: Produced, slot: int, piece: int) -> None:
+        n = len(p.consumers)
+        if n == 0:  # task-local scratch: free again at once
+            p.free.append(slot)
+            return
+        p.count[slot] = n
+        for dst in p.consumers:
+            s = p.seq[dst]
+            p.seq[dst] = s + 1
+            p.outstanding[dst] += 1
+            self._send(out, READY, dst, p.desc_id, slot, piece, s)
+
+    def _send_ack(self, out: list, c: Consumed, slot: int, piece: int) -> None:
+        self._send(out, ACK, c.producer, c.desc_id, slot, piece)
+
+    def _send_eord(self, out: list) -> None:
+        for p in self._prod:
+            if p.eord_sent:
+                continue
+            p.eord_sent = True
+            for dst in p.consumers:
+                s = p.seq[dst]
+                p.seq[dst] = s + 1
+                self._send(out, EORD, dst, p.desc_id, -1, -1, s)
+
+    def _on_ack(self, msg: Msg) -> None:
+        p = self.produced.get(msg.regst_desc_id)
+        if p is None:
+            raise ProtocolError(f"task {self.task_id} ({self.label}) got ACK for regst desc "
+                                f"{msg.regst_desc_id}, which it does not produce")
+        slot = msg.slot
+        if not 0 <= slot < len(p.count) or p.count[slot] <= 0 or p.outstanding.get(msg.src, 0) <= 0:
+            raise ProtocolError(f"task {self.task_id}: unexpected ACK from task {msg.src} for "
+                                f"regst desc {p.desc_id} slot {slot} (not held)")
+        p.outstanding[msg.src] -= 1
+        p.count[slot] -= 1
+        if p.count[slot] == 0:
+            p.free.append(slot)
+
+    # -- hooks that kinds refine -----------------------------------------------------------
+    def _on_cmd(self, msg: Msg) -> None:
+        raise ProtocolError(f"task {self.task_id} ({self.kind}) does not take command "
+                            f"'{msg.cmd}'")
+
+    def _can_act(self) -> bool:
+        for c in self._cons:
+            if not c.ready:
+                return False
+        for p in self._prod:
+            if not p.free:
+                return False
+        return bool(self._cons)
+
+    def _start_act(self) -> Act:
+        reads = [(c.desc_id, c.ready[0][0]) for c in self._cons]
+        piece = self._cons[0].ready[0][1]
+        writes = [(p.desc_id, p.free.popleft()) for p in self._prod]
+        for c in self._cons:
+            c.ready.popleft()
+        return Act(self.task_id, self.acts, piece, reads, writes)
+
+    def _finish(self, act: Act, out: list) -> None:
+        prod, cons = self.produced, self.consumed
+        for desc_id, slot in act.writes:
+            self._send_ready(out, prod[desc_id], slot, act.piece_id)
+        for desc_id, slot in act.reads:
+            self._send_ack(out, cons[desc_id], slot, act.piece_id)
+
+    def _input_done(self) -> bool:
+        """True when no more acts will come from upstream."""
+        if not self._cons:
+            return False
+        for c in self._cons:
+            if not c.eord:
+                return False
+        leftover = {c.desc_id: len(c.ready) for c in self._cons if c.ready}
+        if not leftover:
+            return True
+        if len(leftover) == len(self._cons):
+            return False  # blocked on a free output regst; acts again after an ACK
+        raise ProtocolError(
+            f"task {self.task_id} ({self.label}): every input ended (EORD) but regsts are "
+            f"still queued on descs {leftover} while others are empty: its inputs carried "
+            "different piece counts")
+
+    def _before_eord(self) -> bool:
+        """Last chance before EORD goes out; return True if it made an act possible."""
+        return False

@@ -1,0 +1,103 @@
+"""One small exception hierarchy for everything actorflow raises on purpose.
+
+Every error names the thing it is about (file, task, op, regst desc, address) so the
+message alone tells the user what to fix.  Causes are chained with ``raise ... from``.
+"""
+
+from __future__ import annotations
+
+
+class ActorflowError(Exception):
+    """Base of every error actorflow raises on purpose."""
+
+
+class FatalError(ActorflowError):
+    """An error that must never be retried (bad plan, bad input, protocol violation)."""
+
+
+class PlanError(FatalError):
+    """A plan that cannot be loaded, saved or run."""
+
+
+class PlanLoadError(PlanError):
+    """A plan file that is missing, corrupt, or of an unknown schema version."""
+
+
+class PlanValidationError(PlanError):
+    """A plan that breaks one of the rules of ``Plan.validate``."""
+
+
+class CompileError(FatalError):
+    """A job that cannot be lowered into a plan (shape mismatch, bad SBP, ...)."""
+
+
+class OpError(FatalError):
+    """An op type, attribute or input that the op definition rejects."""
+
+
+class ProtocolError(FatalError):
+    """A message that breaks the actor protocol (unknown desc, double ack, ...)."""
+
+
+class KernelError(ActorflowError):
+    """A kernel raised while an actor acted; carries where it happened."""
+
+    def __init__(
+        self,
+        op_name: str,
+        task_id: int,
+        machine_id: int,
+        piece_id: int,
+        error: str,
+        traceback_text: str = "",
+    ) -> None:
+        self.op_name = op_name
+        self.task_id = task_id
+        self.machine_id = machine_id
+        self.piece_id = piece_id
+        self.error = error
+        self.traceback_text = traceback_text
+        msg = (
+            f"kernel of op '{op_name}' (task {task_id}, machine {machine_id}) failed on "
+            f"piece {piece_id}: {error}"
+        )
+        if traceback_text:
+            msg += "\n--- original traceback ---\n" + traceback_text.rstrip()
+        super().__init__(msg)
+
+    def to_dict(self) -> dict:
+        return {
+            "op_name": self.op_name,
+            "task_id": self.task_id,
+            "machine_id": self.machine_id,
+            "piece_id": self.piece_id,
+            "error": self.error,
+            "traceback": self.traceback_text,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> KernelError:
+        return cls(
+            d["op_name"], d["task_id"], d["machine_id"], d["piece_id"], d["error"],
+            d.get("traceback", ""),
+        )
+
+
+class WaitTimeout(ActorflowError, TimeoutError):
+    """A blocking wait ran out of time; the message names what it waited for."""
+
+
+class SessionClosed(ActorflowError):
+    """The session was used after it was closed or after it failed."""
+
+
+class TransportError(ActorflowError):
+    """A socket, address or codec problem; raised from the underlying cause."""
+
+
+class LaunchError(ActorflowError):
+    """flowlaunch could not start, supervise or reach a worker."""
+
+
+class TraceError(ActorflowError):
+    """A trace file or trace directory that cannot be read or is inconsistent."""

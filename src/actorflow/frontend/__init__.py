@@ -1,0 +1,1 @@
+"""actorflow.frontend (see DESIGN.md)."""

@@ -1,0 +1,106 @@
+"""Ops with no inputs: constant, arange, random_normal, variable.
+
+Generators used by source actors may shift their values by ``piece_scale * piece_id`` so
+every piece is distinct and a test can tell pieces apart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from actorflow.errors import OpError
+from actorflow.kernels.registry import OpDef, register_op
+from actorflow.plan.model import BlobDesc
+
+
+def _shape_dtype(attrs, default_dtype="float32"):
+    shape = tuple(int(s) for s in attrs["shape"])
+    if any(s < 0 for s in shape):
+        raise OpError(f"shape {shape} has a negative dimension")
+    try:
+        dtype = np.dtype(attrs.get("dtype", default_dtype)).name
+    except TypeError as e:
+        raise OpError(f"unknown dtype {attrs.get('dtype')!r}") from e
+    return shape, dtype
+
+
+def _shift(ctx, out, attrs):
+    s = attrs.get("piece_scale", 0)
+    if s:
+        out += s * ctx.piece_id
+
+
+def _constant_infer(ins, attrs):
+    return {"out": BlobDesc(*_shape_dtype(attrs))}
+
+
+def _constant_kernel(ctx, ins, outs, attrs):
+    out = outs["out"]
+    out.fill(attrs.get("value", 0))
+    _shift(ctx, out, attrs)
+
+
+def _arange_infer(ins, attrs):
+    n = len(range(int(attrs.get("start", 0)), int(attrs["stop"]), int(attrs.get("step", 1))))
+    dtype = np.dtype(attrs.get("dtype", "int64")).name
+    return {"out": BlobDesc((n,), dtype)}
+
+
+def _arange_kernel(ctx, ins, outs, attrs):
+    out = outs["out"]
+    out[...] = ctx.xp.arange(int(attrs.get("start", 0)), int(attrs["stop"]),
+                             int(attrs.get("step", 1)))
+    _shift(ctx, out, attrs)
+
+
+def _random_normal_infer(ins, attrs):
+    shape, dtype = _shape_dtype(attrs)
+    if np.dtype(dtype).kind != "f":
+        raise OpError(f"random_normal makes floats, not {dtype}")
+    return {"out": BlobDesc(shape, dtype)}
+
+
+def _random_normal_kernel(ctx, ins, outs, attrs):
+    # Seeded per (seed, piece): piece i gives the same numbers wherever it runs.
+    rng = np.random.default_rng([int(attrs.get("seed", 0)), int(ctx.piece_id)])
+    out = outs["out"]
+    vals = rng.standard_normal(out.shape) * float(attrs.get("std", 1.0)) + float(
+        attrs.get("mean", 0.0))
+    out[...] = ctx.xp.asarray(vals.astype(out.dtype))
+
+
+def _variable_kernel(ctx, ins, outs, attrs):
+    value = ctx.state.get("value")
+    out = outs["out"]
+    if value is None:
+        value = initial_variable_value(attrs)
+        ctx.state["value"] = value
+    out[...] = value
+
+
+def initial_variable_value(attrs) -> np.ndarray:
+    """The first value of a variable: zeros, a seeded normal draw, or a ``.npy`` file."""
+    shape, dtype = _shape_dtype(attrs)
+    init = attrs.get("init", "zeros")
+    if init == "zeros":
+        return np.zeros(shape, dtype)
+    if init == "normal":
+        rng = np.random.default_rng(int(attrs.get("seed", 0)))
+        return (rng.standard_normal(shape) * float(attrs.get("std", 1.0))).astype(dtype)
+    if init == "file":
+        path = attrs["path"]
+        try:
+            value = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise OpError(f"cannot load variable from {path}: {e}") from e
+        if value.shape != shape:
+            raise OpError(f"{path} holds shape {value.shape}, variable wants {shape}")
+        return value.astype(dtype)
+    raise OpError(f"unknown init {init!r}; expected 'zeros', 'normal' or 'file'")
+
+
+register_op(OpDef("constant", (), _constant_infer, _constant_kernel))
+register_op(OpDef("arange", (), _arange_infer, _arange_kernel))
+register_op(OpDef("random_normal", (), _random_normal_infer, _random_normal_kernel))
+register_op(OpDef("variable", (), _constant_infer, _variable_kernel,
+                  doc="a parameter kept in its actor across pieces"))

@@ -1,0 +1,65 @@
+"""matmul, bias_add, softmax."""
+
+from __future__ import annotations
+
+from actorflow.errors import OpError
+from actorflow.kernels.ops._infer import norm_axis, result_dtype
+from actorflow.kernels.registry import OpDef, register_op
+from actorflow.plan.model import BlobDesc
+
+
+def _matmul_infer(ins, attrs):
+    a, b = ins["a"].shape, ins["b"].shape
+    if len(a) != 2 or len(b) != 2:
+        raise OpError(f"matmul takes 2-D inputs, got shapes {a} and {b}")
+    ta, tb = bool(attrs.get("transpose_a", False)), bool(attrs.get("transpose_b", False))
+    m, k1 = (a[1], a[0]) if ta else a
+    k2, n = (b[1], b[0]) if tb else b
+    if k1 != k2:
+        raise OpError(f"inner dimensions differ: a {a} and b {b} (k {k1} != {k2})")
+    return {"out": BlobDesc((m, n), result_dtype(ins["a"].dtype, ins["b"].dtype))}
+
+
+def _matmul_kernel(ctx, ins, outs, attrs):
+    a, b = ins["a"], ins["b"]
+    if attrs.get("transpose_a"):
+        a = a.T
+    if attrs.get("transpose_b"):
+        b = b.T
+    ctx.xp.matmul(a, b, out=outs["out"])
+
+
+def _bias_add_infer(ins, attrs):
+    x, b = ins["a"], ins["b"]
+    axis = norm_axis(int(attrs.get("axis", -1)), len(x.shape))
+    if len(b.shape) != 1 or b.shape[0] != x.shape[axis]:
+        raise OpError(f"bias of shape {b.shape} does not fit axis {axis} of input {x.shape}")
+    return {"out": BlobDesc(x.shape, result_dtype(x.dtype, b.dtype))}
+
+
+def _bias_add_kernel(ctx, ins, outs, attrs):
+    x, b = ins["a"], ins["b"]
+    axis = int(attrs.get("axis", -1)) % x.ndim
+    shape = [1] * x.ndim
+    shape[axis] = b.shape[0]
+    ctx.xp.add(x, b.reshape(shape), out=outs["out"])
+
+
+def _softmax_infer(ins, attrs):
+    d = ins["in"]
+    norm_axis(int(attrs.get("axis", -1)), len(d.shape))
+    dtype = d.dtype if d.dtype.startswith("float") else "float64"
+    return {"out": BlobDesc(d.shape, dtype)}
+
+
+def _softmax_kernel(ctx, ins, outs, attrs):
+    xp, x, out = ctx.xp, ins["in"], outs["out"]
+    axis = int(attrs.get("axis", -1))
+    xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
+    xp.exp(out, out=out)
+    out /= out.sum(axis=axis, keepdims=True)
+
+
+register_op(OpDef("matmul", ("a", "b"), _matmul_infer, _matmul_kernel))
+register_op(OpDef("bias_add", ("a", "b"), _bias_add_infer, _bias_add_kernel))
+register_op(OpDef("softmax", ("in",), _softmax_infer, _softmax_kernel))

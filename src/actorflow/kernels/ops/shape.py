@@ -1,0 +1,146 @@
+"""Layout ops: reshape, transpose, cast, concat, slice, reductions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from actorflow.errors import OpError
+from actorflow.kernels.ops._infer import norm_axis, result_dtype
+from actorflow.kernels.registry import OpDef, register_op
+from actorflow.plan.model import BlobDesc
+
+
+def _reshape_infer(ins, attrs):
+    d = ins["in"]
+    shape = [int(x) for x in attrs["shape"]]
+    total = math.prod(d.shape)
+    if shape.count(-1) > 1:
+        raise OpError(f"shape {shape} has more than one -1")
+    if -1 in shape:
+        rest = math.prod(x for x in shape if x != -1)
+        if rest == 0 or total % rest:
+            raise OpError(f"cannot reshape {d.shape} into {tuple(shape)}")
+        shape[shape.index(-1)] = total // rest
+    if math.prod(shape) != total:
+        raise OpError(f"cannot reshape {d.shape} ({total} elements) into {tuple(shape)}")
+    return {"out": BlobDesc(tuple(shape), d.dtype)}
+
+
+def _reshape_kernel(ctx, ins, outs, attrs):
+    out = outs["out"]
+    out[...] = ins["in"].reshape(out.shape)
+
+
+def _transpose_infer(ins, attrs):
+    d = ins["in"]
+    perm = attrs.get("perm")
+    perm = list(range(len(d.shape)))[::-1] if perm is None else [int(p) for p in perm]
+    if sorted(perm) != list(range(len(d.shape))):
+        raise OpError(f"perm {perm} is not a permutation of the {len(d.shape)} axes of {d.shape}")
+    return {"out": BlobDesc(tuple(d.shape[p] for p in perm), d.dtype)}
+
+
+def _transpose_kernel(ctx, ins, outs, attrs):
+    x = ins["in"]
+    perm = attrs.get("perm")
+    outs["out"][...] = x.transpose(perm if perm is None else tuple(perm))
+
+
+def _cast_infer(ins, attrs):
+    try:
+        dtype = np.dtype(attrs["dtype"]).name
+    except TypeError as e:
+        raise OpError(f"unknown dtype {attrs['dtype']!r}") from e
+    return {"out": BlobDesc(ins["in"].shape, dtype)}
+
+
+def _cast_kernel(ctx, ins, outs, attrs):
+    outs["out"][...] = ins["in"].astype(outs["out"].dtype, copy=False)
+
+
+def _concat_infer(ins, attrs):
+    names = sorted(ins, key=lambda k: int(k[3:]))
+    descs = [ins[k] for k in names]
+    ndim = len(descs[0].shape)
+    axis = norm_axis(int(attrs.get("axis", 0)), ndim)
+    for d in descs[1:]:
+        if len(d.shape) != ndim or any(
+            a != b for i, (a, b) in enumerate(zip(d.shape, descs[0].shape)) if i != axis
+        ):
+            raise OpError(
+                f"inputs must agree on all axes but {axis}: {[x.shape for x in descs]}"
+            )
+    shape = list(descs[0].shape)
+    shape[axis] = sum(d.shape[axis] for d in descs)
+    return {"out": BlobDesc(tuple(shape), result_dtype(*[d.dtype for d in descs]))}
+
+
+def _concat_kernel(ctx, ins, outs, attrs):
+    names = sorted(ins, key=lambda k: int(k[3:]))
+    ctx.xp.concatenate([ins[k] for k in names], axis=int(attrs.get("axis", 0)), out=outs["out"])
+
+
+def _slice_bounds(shape, attrs):
+    axis = norm_axis(int(attrs.get("axis", 0)), len(shape))
+    start, stop = int(attrs["start"]), int(attrs["stop"])
+    if not 0 <= start <= stop <= shape[axis]:
+        raise OpError(f"slice [{start}:{stop}] is out of range for axis {axis} of {shape}")
+    return axis, start, stop
+
+
+def _slice_infer(ins, attrs):
+    d = ins["in"]
+    axis, start, stop = _slice_bounds(d.shape, attrs)
+    shape = list(d.shape)
+    shape[axis] = stop - start
+    return {"out": BlobDesc(tuple(shape), d.dtype)}
+
+
+def _slice_kernel(ctx, ins, outs, attrs):
+    x = ins["in"]
+    axis, start, stop = _slice_bounds(x.shape, attrs)
+    idx = [slice(None)] * x.ndim
+    idx[axis] = slice(start, stop)
+    outs["out"][...] = x[tuple(idx)]
+
+
+def _reduce_infer(ins, attrs, mean=False):
+    d = ins["in"]
+    axis = attrs.get("axis")
+    keepdims = bool(attrs.get("keepdims", False))
+    axes = list(range(len(d.shape))) if axis is None else (
+        [axis] if isinstance(axis, int) else list(axis))
+    axes = sorted({norm_axis(int(a), len(d.shape)) for a in axes})
+    shape = [1 if i in axes else s for i, s in enumerate(d.shape)] if keepdims else [
+        s for i, s in enumerate(d.shape) if i not in axes]
+    dtype = d.dtype
+    if mean and np.dtype(dtype).kind in "iub":
+        dtype = "float64"
+    return {"out": BlobDesc(tuple(shape), dtype)}
+
+
+def _axis_arg(attrs):
+    axis = attrs.get("axis")
+    return tuple(axis) if isinstance(axis, (list, tuple)) else axis
+
+
+def _reduce_sum_kernel(ctx, ins, outs, attrs):
+    ctx.xp.sum(ins["in"], axis=_axis_arg(attrs), keepdims=bool(attrs.get("keepdims", False)),
+               out=outs["out"])
+
+
+def _reduce_mean_kernel(ctx, ins, outs, attrs):
+    ctx.xp.mean(ins["in"], axis=_axis_arg(attrs), keepdims=bool(attrs.get("keepdims", False)),
+                out=outs["out"])
+
+
+register_op(OpDef("reshape", ("in",), _reshape_infer, _reshape_kernel))
+register_op(OpDef("transpose", ("in",), _transpose_infer, _transpose_kernel))
+register_op(OpDef("cast", ("in",), _cast_infer, _cast_kernel))
+register_op(OpDef("concat", (), _concat_infer, _concat_kernel, variadic=True))
+register_op(OpDef("slice", ("in",), _slice_infer, _slice_kernel))
+register_op(OpDef("reduce_sum", ("in",), _reduce_infer, _reduce_sum_kernel))
+register_op(OpDef("reduce_mean", ("in",), lambda i, a: _reduce_infer(i, a, mean=True),
+                  _reduce_mean_kernel))

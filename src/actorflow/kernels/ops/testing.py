@@ -1,0 +1,47 @@
+"""Ops for tests and benchmarks: sleep, busy, fail.  All pass their input through."""
+
+from __future__ import annotations
+
+import time
+
+from actorflow.kernels.ops._infer import same
+from actorflow.kernels.registry import OpDef, register_op
+
+
+def _pass(ins, attrs):
+    return same(ins["in"])
+
+
+def _copy(ins, outs):
+    outs["out"][...] = ins["in"]
+
+
+def _sleep_kernel(ctx, ins, outs, attrs):
+    only = attrs.get("only_piece")
+    if only is None or only == ctx.piece_id:
+        time.sleep(float(attrs.get("ms", 1.0)) / 1000.0)  # releases the GIL
+    _copy(ins, outs)
+
+
+def _busy_kernel(ctx, ins, outs, attrs):
+    # Burns CPU inside numpy (which releases the GIL for large arrays).
+    xp = ctx.xp
+    n = int(attrs.get("size", 1 << 16))
+    buf = ctx.state.get("buf")
+    if buf is None or buf.shape[0] != n:
+        buf = ctx.state["buf"] = xp.linspace(0.0, 1.0, n)
+    for _ in range(int(attrs.get("iters", 10))):
+        xp.sin(buf, out=buf)
+    _copy(ins, outs)
+
+
+def _fail_kernel(ctx, ins, outs, attrs):
+    piece = attrs.get("piece", -1)
+    if piece == -1 or piece == ctx.piece_id:
+        raise RuntimeError(attrs.get("message", f"injected failure on piece {ctx.piece_id}"))
+    _copy(ins, outs)
+
+
+register_op(OpDef("sleep", ("in",), _pass, _sleep_kernel, doc="sleep attrs.ms, then copy"))
+register_op(OpDef("busy", ("in",), _pass, _busy_kernel, doc="burn CPU in numpy, then copy"))
+register_op(OpDef("fail", ("in",), _pass, _fail_kernel, doc="raise on attrs.piece (-1: always)"))

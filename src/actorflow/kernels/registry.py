@@ -1,0 +1,109 @@
+"""Op definitions by op type: one place to add an op.
+
+An op definition knows its argument names, how to infer output shapes/dtypes from input
+shapes and attrs, and its kernel.  Kernels never assume numpy: they take the array module
+from ``ctx.xp`` (numpy on a CPU stream, CuPy on a CUDA stream) and write into the
+preallocated output arrays they are given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from actorflow.errors import OpError
+from actorflow.plan.model import BlobDesc
+
+InferFn = Callable[[Mapping[str, BlobDesc], Mapping[str, Any]], dict[str, BlobDesc]]
+KernelFn = Callable[
+    ["KernelContext", Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], None
+]
+
+
+@dataclass
+class KernelContext:
+    """What a kernel may know about where it runs; ``state`` lives across pieces."""
+
+    xp: Any
+    piece_id: int = 0
+    task_id: int = 0
+    op_name: str = ""
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OpDef:
+    op_type: str
+    inputs: tuple[str, ...]
+    infer: InferFn
+    kernel: KernelFn
+    outputs: tuple[str, ...] = ("out",)
+    variadic: bool = False  # inputs are in_0 .. in_{n-1}
+    doc: str = ""
+
+    def input_names(self, given: Mapping[str, Any]) -> list[str]:
+        if not self.variadic:
+            return list(self.inputs)
+        names = sorted((k for k in given if k.startswith("in_")), key=lambda k: int(k[3:]))
+        return names
+
+    def infer_checked(
+        self, op_name: str, ins: Mapping[str, BlobDesc], attrs: Mapping[str, Any]
+    ) -> dict[str, BlobDesc]:
+        """Infer output descs; every failure names the op and what was expected."""
+        expected = self.input_names(ins)
+        if self.variadic:
+            if not expected or [f"in_{i}" for i in range(len(expected))] != expected:
+                raise OpError(
+                    f"op '{op_name}' ({self.op_type}): expected inputs in_0..in_N-1, "
+                    f"got {sorted(ins)}"
+                )
+        elif set(ins) != set(expected):
+            raise OpError(
+                f"op '{op_name}' ({self.op_type}): expected inputs {expected}, got {sorted(ins)}"
+            )
+        try:
+            return self.infer(ins, attrs)
+        except OpError as e:
+            raise OpError(f"op '{op_name}' ({self.op_type}): {e}") from e
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise OpError(
+                f"op '{op_name}' ({self.op_type}): bad attrs or inputs "
+                f"({type(e).__name__}: {e})"
+            ) from e
+
+
+_OPS: dict[str, OpDef] = {}
+
+
+def register_op(op: OpDef) -> OpDef:
+    if op.op_type in _OPS:
+        raise ValueError(f"op type '{op.op_type}' is registered twice")
+    _OPS[op.op_type] = op
+    return op
+
+
+def get_op(op_type: str) -> OpDef:
+    _ensure_loaded()
+    try:
+        return _OPS[op_type]
+    except KeyError:
+        raise OpError(
+            f"unknown op type '{op_type}'; known op types: {', '.join(sorted(_OPS))}"
+        ) from None
+
+
+def op_types() -> list[str]:
+    _ensure_loaded()
+    return sorted(_OPS)
+
+
+_loaded = False
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from actorflow.kernels import ops  # noqa: F401  (registers every built-in op)

@@ -1,0 +1,1 @@
+"""actorflow.launcher (see DESIGN.md)."""

@@ -1,0 +1,61 @@
+"""``flowlaunch``: the command line.  Subcommands live in ``cmd_<name>.py`` modules.
+
+Each module defines ``register(subparsers)``, adding its parser with ``set_defaults(func=...)``
+where ``func(args) -> int`` is the exit code.  Adding a subcommand = one new module + its
+name in ``SUBCOMMANDS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from actorflow.errors import ActorflowError
+
+SUBCOMMANDS = ["sim", "run", "worker", "plan", "trace"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="flowlaunch",
+        description="Run actorflow plans on a simulated or real cluster, and inspect them.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        try:
+            mod = importlib.import_module(f"actorflow.launcher.cmd_{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"actorflow.launcher.cmd_{name}":
+                raise
+            continue
+        mod.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        from actorflow.launcher import cmd_spmd
+    except ModuleNotFoundError:
+        cmd_spmd = None
+    if cmd_spmd is not None and cmd_spmd.wants(argv):
+        return cmd_spmd.main(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except ActorflowError as e:
+        print(f"flowlaunch: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("flowlaunch: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

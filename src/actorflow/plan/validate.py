@@ -1,0 +1,198 @@
+"""``Plan.validate``: every rule of DESIGN.md, each error naming the task and regst desc.
+
+Works on plain ids only.  The last check, progress, dry-runs the pure actor state
+machines (no threads, no kernels) for a few pieces: a plan whose register_nums cannot make
+progress (a cycle, or acc/repeat rates that starve a fan-in) is rejected before it runs.
+"""
+
+from __future__ import annotations
+
+from actorflow.errors import OpError, PlanValidationError
+from actorflow.plan.model import SCHEMA_VERSION, TASK_TYPES, Plan, RegstDesc, Task
+
+
+def _fail(source: str, msg: str) -> PlanValidationError:
+    return PlanValidationError(f"{source}: {msg}" if source else msg)
+
+
+def validate_plan(plan: Plan, source: str = "", progress: bool = True) -> None:
+    errs = _collect(plan)
+    if errs:
+        more = f" (and {len(errs) - 1} more problems)" if len(errs) > 1 else ""
+        raise _fail(source, errs[0] + more)
+    _check_cycles(plan, source)
+    if progress:
+        from actorflow.actors.simulate import check_progress  # pure state machines only
+
+        check_progress(plan, source)
+
+
+def _collect(plan: Plan) -> list[str]:
+    errs: list[str] = []
+    if plan.version != SCHEMA_VERSION:
+        errs.append(f"schema version {plan.version} (expected {SCHEMA_VERSION})")
+    if plan.machines.count < 1 or plan.machines.devices_per_machine < 1:
+        errs.append(f"machines {plan.machines} must have count >= 1 and devices >= 1")
+    if not plan.tasks:
+        errs.append("plan has no tasks")
+    tasks: dict[int, Task] = {}
+    descs: dict[int, RegstDesc] = {}
+    for t in plan.tasks:
+        if t.task_id in tasks:
+            errs.append(f"task id {t.task_id} is used twice")
+        tasks[t.task_id] = t
+        for d in t.produced.values():
+            if d.regst_desc_id in descs:
+                errs.append(f"regst desc {d.regst_desc_id} is produced twice (tasks "
+                            f"{descs[d.regst_desc_id].producer_task_id} and {t.task_id})")
+            descs[d.regst_desc_id] = d
+    for t in plan.tasks:
+        where = f"task {t.task_id} ({t.label})"
+        if t.task_type not in TASK_TYPES:
+            errs.append(f"{where}: unknown task type '{t.task_type}' (known: "
+                        f"{', '.join(TASK_TYPES)})")
+        if not 0 <= t.machine_id < plan.machines.count:
+            errs.append(f"{where}: machine_id {t.machine_id} out of range "
+                        f"[0, {plan.machines.count})")
+        if t.thrd_id < 0:
+            errs.append(f"{where}: thrd_id {t.thrd_id} is negative")
+        for d in t.produced.values():
+            dw = f"{where}, regst desc {d.regst_desc_id}"
+            if d.producer_task_id != t.task_id:
+                errs.append(f"{dw}: producer_task_id is {d.producer_task_id}")
+            if d.register_num < 1:
+                errs.append(f"{dw}: register_num {d.register_num} < 1")
+            for c in d.consumer_task_ids:
+                if c not in tasks:
+                    errs.append(f"{dw}: consumer task {c} does not exist")
+                elif d.regst_desc_id not in tasks[c].consumed_ids():
+                    errs.append(f"{dw}: lists consumer task {c}, which does not consume it")
+        seen = set()
+        for name, ids in t.consumed.items():
+            for i in ids:
+                if i in seen:
+                    errs.append(f"{where}: consumes regst desc {i} twice")
+                seen.add(i)
+                if i not in descs:
+                    errs.append(f"{where}: consumed '{name}' names regst desc {i}, which no "
+                                "task produces (dangling id)")
+                elif t.task_id not in descs[i].consumer_task_ids:
+                    errs.append(f"{where}: consumes regst desc {i}, whose consumer list "
+                                f"{descs[i].consumer_task_ids} does not include it")
+        errs.extend(_check_exec(t, descs))
+        errs.extend(_check_kind(t, descs))
+    return errs
+
+
+def _check_exec(t: Task, descs: dict[int, RegstDesc]) -> list[str]:
+    from actorflow.kernels.registry import get_op
+
+    errs = []
+    readable = set(t.consumed_ids()) | {d.regst_desc_id for d in t.produced.values()}
+    own = {d.regst_desc_id for d in t.produced.values()}
+    for node in t.exec_sequence:
+        k = node.kernel
+        where = f"task {t.task_id} ({t.label}), op '{k.op_name}'"
+        try:
+            op = get_op(k.op_type)
+        except OpError as e:
+            errs.append(f"{where}: {e}")
+            continue
+        ins = {}
+        bad = False
+        for arg, ref in node.inputs.items():
+            if ref.regst_desc_id not in readable or ref.regst_desc_id not in descs:
+                errs.append(f"{where}: input '{arg}' reads regst desc {ref.regst_desc_id}, which "
+                            "the task neither consumes nor produces")
+                bad = True
+            elif ref.blob not in descs[ref.regst_desc_id].blobs:
+                errs.append(f"{where}: input '{arg}' reads blob '{ref.blob}' missing from regst "
+                            f"desc {ref.regst_desc_id}")
+                bad = True
+            else:
+                ins[arg] = descs[ref.regst_desc_id].blobs[ref.blob]
+        for arg, ref in node.outputs.items():
+            if ref.regst_desc_id not in own:
+                errs.append(f"{where}: output '{arg}' writes regst desc {ref.regst_desc_id}, "
+                            "which the task does not produce")
+                bad = True
+            elif ref.blob not in descs[ref.regst_desc_id].blobs:
+                errs.append(f"{where}: output '{arg}' writes blob '{ref.blob}' missing from "
+                            f"regst desc {ref.regst_desc_id}")
+                bad = True
+        if bad:
+            continue
+        try:
+            inferred = op.infer_checked(k.op_name, ins, k.attrs)
+        except OpError as e:
+            errs.append(f"task {t.task_id} ({t.label}): {e}")
+            continue
+        for arg, ref in node.outputs.items():
+            want = inferred.get(arg)
+            have = descs[ref.regst_desc_id].blobs[ref.blob]
+            if want is None:
+                errs.append(f"{where}: op has no output '{arg}' (outputs: {sorted(inferred)})")
+            elif (want.shape, want.dtype) != (have.shape, have.dtype):
+                errs.append(
+                    f"{where}: output '{arg}' is {want.shape} {want.dtype} but regst desc "
+                    f"{ref.regst_desc_id} blob '{ref.blob}' is {have.shape} {have.dtype}")
+    return errs
+
+
+def _check_kind(t: Task, descs: dict[int, RegstDesc]) -> list[str]:
+    where = f"task {t.task_id} ({t.label})"
+    errs = []
+    ids = t.consumed_ids()
+    if t.task_type in ("input", "source") and not t.produced:
+        errs.append(f"{where}: a {t.task_type} task must produce a regst desc")
+    if t.task_type == "input" and any(not descs[i].is_ctrl for i in ids if i in descs):
+        errs.append(f"{where}: an input task consumes no data regsts")
+    if t.task_type == "output" and (len(ids) != 1 or t.produced):
+        errs.append(f"{where}: an output task consumes exactly one regst desc and produces none")
+    if t.task_type in ("acc", "repeat", "comm_net", "copy_h2d", "copy_d2h") and not t.exec_sequence:
+        if len(ids) != 1 or len(t.produced) != 1:
+            errs.append(f"{where}: a {t.task_type} task consumes one regst desc and produces one")
+        elif ids[0] in descs:
+            src = descs[ids[0]].blobs
+            dst = next(iter(t.produced.values())).blobs
+            if src != dst:
+                errs.append(f"{where}: blobs of consumed regst desc {ids[0]} "
+                            f"{_fmt(src)} differ from produced {_fmt(dst)}")
+    for key, n in (("acc_num", "acc"), ("repeat_num", "repeat")):
+        if t.task_type == n and int(t.attrs.get(key, 0)) < 1:
+            errs.append(f"{where}: attr '{key}' must be >= 1")
+    return errs
+
+
+def _fmt(blobs) -> str:
+    return "{" + ", ".join(f"{k}: {v.shape} {v.dtype}" for k, v in blobs.items()) + "}"
+
+
+def _check_cycles(plan: Plan, source: str) -> None:
+    """Reject a directed cycle: with no initial tokens, no actor on it can ever act."""
+    succ: dict[int, list[int]] = {t.task_id: [] for t in plan.tasks}
+    for t in plan.tasks:
+        for d in t.produced.values():
+            succ[t.task_id].extend(d.consumer_task_ids)
+    color = dict.fromkeys(succ, 0)
+    for root in succ:
+        if color[root]:
+            continue
+        stack = [(root, iter(succ[root]))]
+        path = [root]
+        color[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[node] = 2
+                stack.pop()
+                path.pop()
+            elif color.get(nxt, 2) == 1:
+                cyc = [*path[path.index(nxt):], nxt]
+                raise _fail(source, "tasks form a cycle that can never make progress (no regst "
+                            f"is ready before its first act): {' -> '.join(map(str, cyc))}")
+            elif color.get(nxt) == 0:
+                color[nxt] = 1
+                stack.append((nxt, iter(succ[nxt])))
+                path.append(nxt)

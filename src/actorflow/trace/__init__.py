@@ -1,0 +1,1 @@
+"""actorflow.trace (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""actorflow.transport (see DESIGN.md)."""

@@ -1,0 +1,67 @@
+"""Fixtures shared by every test: leak checks on threads, child processes and /dev/shm.
+
+Every test fails if it leaves behind an actorflow thread, a child process, or a
+shared-memory segment whose name starts with ``actorflow``; the failure lists what leaked.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+
+def _af_threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.name.startswith("actorflow")}
+
+
+def _children() -> set[int]:
+    pid = os.getpid()
+    out = set()
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            out = {int(x) for x in f.read().split()}
+    except OSError:
+        pass
+    alive = set()
+    for c in out:
+        try:
+            with open(f"/proc/{c}/stat") as f:
+                if f.read().split(") ", 1)[1][0] != "Z":
+                    alive.add(c)
+        except OSError:
+            pass
+    return alive
+
+
+def _shm() -> set[str]:
+    try:
+        return {n for n in os.listdir("/dev/shm") if n.startswith("actorflow")}
+    except OSError:
+        return set()
+
+
+@pytest.fixture(autouse=True)
+def no_leaks():
+    """Fail a test that leaks actorflow threads, child processes or shm segments."""
+    before_shm = _shm()
+    before_children = _children()
+    yield
+    deadline = time.monotonic() + 5.0
+    while True:
+        threads = _af_threads()
+        children = _children() - before_children
+        shm = _shm() - before_shm
+        if not (threads or children or shm) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    problems = []
+    if threads:
+        problems.append(f"threads {sorted(threads)}")
+    if children:
+        problems.append(f"child processes {sorted(children)}")
+    if shm:
+        problems.append(f"/dev/shm segments {sorted(shm)}")
+    assert not problems, "test leaked " + ", ".join(problems)
