@@ -69,12 +69,19 @@ class ThreadUnit:
             if local:
                 msg = local.popleft()
             else:
-                try:
-                    msg = inbox.get(timeout=0.2)
-                except queue.Empty:
-                    if rt.stopping:
-                        return
-                    continue
+                if self.stream.has_pending():  # async stream: poll completions, then messages
+                    self._drain_stream()
+                    try:
+                        msg = inbox.get(timeout=0.0005)
+                    except queue.Empty:
+                        continue
+                else:
+                    try:
+                        msg = inbox.get(timeout=0.2)
+                    except queue.Empty:
+                        if rt.stopping:
+                            return
+                        continue
                 if msg is _STOP:
                     return
             host = actors.get(msg.dst)
@@ -83,6 +90,10 @@ class ThreadUnit:
             if rec is not None:
                 rec.recv(self.key, msg)
             self.execute(host, host.state.handle(msg))
+
+    def _drain_stream(self) -> None:
+        for h, act in self.stream.completed():
+            self.execute(h, h.state.act_done(act))
 
     def execute(self, host: ActorHost, actions: list[Any]) -> None:
         rt = self.runtime
