@@ -25,6 +25,12 @@ class HostAllocator:
     """Plain numpy arrays in this process."""
 
     def allocate(self, desc: RegstDesc) -> Slots:
+        if desc.mem_case.startswith("cuda"):
+            from actorflow.actors.cuda_stream import allocate_device
+
+            idx = int(desc.mem_case.partition(":")[2] or 0)
+            return [{name: allocate_device(b.shape, b.dtype, idx) for name, b in
+                     desc.blobs.items()} for _ in range(desc.register_num)]
         return [
             {name: np.zeros(b.shape, b.dtype) for name, b in desc.blobs.items()}
             for _ in range(desc.register_num)
