@@ -135,10 +135,19 @@ class MachineRuntime:
         allocator: Allocator | None = None,
         recorder: Any = None,
         on_deliver: Callable[[Task, int, dict], None] | None = None,
+        units: Iterable[tuple[int, int]] | None = None,
+        producer_of: dict[int, int] | None = None,
     ) -> None:
+        """``units`` keeps only tasks of those ``(machine, thrd)`` (one process unit);
+        ``producer_of`` adds producers of regst descs whose tasks are not in ``plan``."""
         self.plan = plan
         ids = set(machine_ids) if machine_ids is not None else {t.machine_id for t in plan.tasks}
         self.tasks = [t for t in plan.tasks if t.machine_id in ids]
+        if units is not None:
+            keep = set(units)
+            self.tasks = [t for t in self.tasks if (t.machine_id, t.thrd_id) in keep]
+        # messages to tasks not hosted here go to remote_send(msg) (the transport's bus)
+        self.remote_send: Callable[[Msg], None] | None = None
         self.recorder = recorder
         self.allocator = allocator or HostAllocator()
         self.on_deliver = on_deliver
@@ -148,7 +157,9 @@ class MachineRuntime:
         self._all_exited = threading.Event()
         self._exited: set[int] = set()
         self._feeds: dict[int, deque[dict]] = {}
-        producer_of = {d.regst_desc_id: t.task_id for t in plan.tasks for d in t.produced.values()}
+        producer_of = dict(producer_of or {})
+        producer_of.update(
+            {d.regst_desc_id: t.task_id for t in plan.tasks for d in t.produced.values()})
         self.memory: dict[int, list[dict]] = {}
         for t in self.tasks:
             for d in t.produced.values():
@@ -173,6 +184,9 @@ class MachineRuntime:
     def send(self, msg: Msg, from_unit: ThreadUnit | None = None) -> None:
         u = self.route.get(msg.dst)
         if u is None:
+            if self.remote_send is not None:
+                self.remote_send(msg)
+                return
             raise ProtocolError(f"no route to task {msg.dst} for {msg!r}")
         if u is from_unit:
             u.local.append(msg)
