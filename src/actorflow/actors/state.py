@@ -26,21 +26,34 @@ RUNNING, ZOMBIE, EXITED = "running", "zombie", "exited"
 
 
 class Produced:
-    """One produced regst desc: ``register_num`` slots with reading counts."""
+    """One produced regst desc: ``register_num`` slots with per-consumer reading marks.
 
-    __slots__ = ("consumers", "count", "desc_id", "eord_sent", "free", "outstanding", "seq")
+    ``held[slot]`` is a bit mask of the consumers still reading that slot (bit ``i`` is
+    ``consumers[i]``), so a consumer that acks one regst twice is caught even while
+    another consumer still holds it.
+    """
+
+    __slots__ = ("all_mask", "bit", "consumers", "desc_id", "eord_sent", "free", "held", "seq")
 
     def __init__(self, desc_id: int, register_num: int, consumers: list[int]) -> None:
         self.desc_id = desc_id
         self.consumers = tuple(consumers)
-        self.count = [0] * register_num
+        self.bit = {c: 1 << i for i, c in enumerate(self.consumers)}
+        self.all_mask = (1 << len(self.consumers)) - 1
+        self.held = [0] * register_num
         self.free: deque[int] = deque(range(register_num))
         self.seq = dict.fromkeys(self.consumers, 0)  # next seq per destination
-        self.outstanding = dict.fromkeys(self.consumers, 0)  # READY not yet acked, per consumer
         self.eord_sent = False
 
     def all_free(self) -> bool:
-        return len(self.free) == len(self.count)
+        return len(self.free) == len(self.held)
+
+    def holders(self) -> list[int]:
+        """Consumers that still read at least one regst of this desc (for hang reports)."""
+        mask = 0
+        for m in self.held:
+            mask |= m
+        return [c for c, b in self.bit.items() if mask & b]
 
 
 class Consumed:
@@ -142,7 +155,7 @@ class ActorState:
             "inputs_eord": [c.desc_id for c in self._cons if c.eord],
             "outputs_full": [
                 {"regst_desc_id": p.desc_id,
-                 "held_by": [k for k, v in p.outstanding.items() if v > 0]}
+                 "held_by": p.holders()}
                 for p in self._prod if not p.free],
             "queued": {c.desc_id: len(c.ready) for c in self._cons if c.ready},
         }
@@ -173,15 +186,14 @@ class ActorState:
                        (self.task_id << 32) | self._sent))
 
     def _send_ready(self, out: list, p: Produced, slot: int, piece: int) -> None:
-        n = len(p.consumers)
-        if n == 0:  # task-local scratch: free again at once
+        if not p.consumers:  # task-local scratch: free again at once
             p.free.append(slot)
             return
-        p.count[slot] = n
+        p.held[slot] = p.all_mask
+        seq = p.seq
         for dst in p.consumers:
-            s = p.seq[dst]
-            p.seq[dst] = s + 1
-            p.outstanding[dst] += 1
+            s = seq[dst]
+            seq[dst] = s + 1
             self._send(out, READY, dst, p.desc_id, slot, piece, s)
 
     def _send_ack(self, out: list, c: Consumed, slot: int, piece: int) -> None:
@@ -203,12 +215,13 @@ class ActorState:
             raise ProtocolError(f"task {self.task_id} ({self.label}) got ACK for regst desc "
                                 f"{msg.regst_desc_id}, which it does not produce")
         slot = msg.slot
-        if not 0 <= slot < len(p.count) or p.count[slot] <= 0 or p.outstanding.get(msg.src, 0) <= 0:
+        bit = p.bit.get(msg.src, 0)
+        if not 0 <= slot < len(p.held) or not p.held[slot] & bit:
             raise ProtocolError(f"task {self.task_id}: unexpected ACK from task {msg.src} for "
-                                f"regst desc {p.desc_id} slot {slot} (not held)")
-        p.outstanding[msg.src] -= 1
-        p.count[slot] -= 1
-        if p.count[slot] == 0:
+                                f"regst desc {p.desc_id} slot {slot} (not held by it)")
+        mask = p.held[slot] & ~bit
+        p.held[slot] = mask
+        if not mask:
             p.free.append(slot)
 
     # -- hooks that kinds refine -----------------------------------------------------------

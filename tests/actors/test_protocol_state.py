@@ -1,0 +1,260 @@
+"""Every rule of the actor protocol, driven by hand with no threads (DESIGN.md rules 1-7).
+
+Each test feeds ``Msg`` objects into one pure state machine and compares the returned
+actions exactly (as tuples, see ``_proto.norm``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from _proto import ack, actor, acts_of, eord, norm, ready
+
+from actorflow.actors.messages import CMD, Msg, cmd
+from actorflow.actors.state import EXITED, RUNNING, ZOMBIE
+from actorflow.errors import ProtocolError
+
+
+def normal(register_num: int = 1, consumers=(3,), inputs=(10,)):
+    """Task 2: consumes ``inputs`` (desc d produced by task d - 9), produces desc 20."""
+    return actor(2, produced=[(20, register_num, list(consumers))], consumed=list(inputs),
+                 producer_of={d: d - 9 for d in inputs})
+
+
+# -- rule 1: the act condition ---------------------------------------------------------------
+
+def test_acts_when_input_ready_and_output_free():
+    a = normal()
+    assert norm(a.handle(ready(1, 2, 10, 0, 0, 0))) == [("ACT", 2, 0, [(10, 0)], [(20, 0)])]
+    assert a.acts == 1 and len(a.inflight) == 1
+
+
+def test_waits_for_every_consumed_desc():
+    a = normal(inputs=(10, 11))
+    assert a.handle(ready(1, 2, 10, 0, 0, 0)) == []
+    assert a.blocked_on()["inputs_empty"] == [11]
+    out = norm(a.handle(ready(2, 2, 11, 3, 0, 0)))
+    assert out == [("ACT", 2, 0, [(10, 0), (11, 3)], [(20, 0)])]
+
+
+def test_waits_for_a_free_produced_regst():
+    a = normal(register_num=1)
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)))
+    a.act_done(act)
+    # piece 1 is ready, but the only produced regst is still read by task 3
+    assert a.handle(ready(1, 2, 10, 1, 1, 1)) == []
+    assert a.blocked_on()["outputs_full"] == [{"regst_desc_id": 20, "held_by": [3]}]
+    assert norm(a.handle(ack(3, 2, 20, 0))) == [("ACT", 2, 1, [(10, 1)], [(20, 0)])]
+
+
+# -- rules 2/3: what happens after an act ------------------------------------------------------
+
+def test_after_act_ready_to_consumers_then_ack_to_producer():
+    a = normal(consumers=(3, 4))
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 7, 0)))
+    assert act.piece_id == 7  # the produced regst carries the piece id of its inputs
+    assert norm(a.act_done(act)) == [
+        ("READY", 2, 3, 20, 0, 7, 0), ("READY", 2, 4, 20, 0, 7, 0), ("ACK", 2, 1, 10, 0, 7)]
+
+
+def test_reading_count_frees_the_regst_only_after_every_consumer_acked():
+    a = normal(register_num=1, consumers=(3, 4))
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)))
+    a.act_done(act)
+    assert a.handle(ready(1, 2, 10, 1, 1, 1)) == []
+    assert a.handle(ack(4, 2, 20, 0)) == []  # task 3 still reads it
+    assert a.blocked_on()["outputs_full"] == [{"regst_desc_id": 20, "held_by": [3]}]
+    (act,) = acts_of(a.handle(ack(3, 2, 20, 0)))
+    # seq counts per destination
+    assert norm(a.act_done(act)) == [
+        ("READY", 2, 3, 20, 0, 1, 1), ("READY", 2, 4, 20, 0, 1, 1), ("ACK", 2, 1, 10, 1, 1)]
+
+
+@pytest.mark.parametrize("register_num", [1, 2, 3, 4])
+def test_register_num_is_how_far_a_producer_runs_ahead(register_num):
+    """With a consumer that never acks, exactly register_num pieces get produced."""
+    a = normal(register_num=register_num)
+    written = []
+    for piece in range(6):
+        for act in acts_of(a.handle(ready(1, 2, 10, piece, piece, piece))):
+            written.append(act.writes[0])
+            a.act_done(act)
+    assert written == [(20, s) for s in range(register_num)]
+    # one ack frees one slot: exactly one more act, into the acked slot
+    (act,) = acts_of(a.handle(ack(3, 2, 20, 0)))
+    assert act.writes == [(20, 0)] and act.piece_id == register_num
+
+
+def test_lock_step_with_register_num_1_run_ahead_with_2():
+    one, two = normal(register_num=1), normal(register_num=2)
+    for a in (one, two):
+        (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)))
+        a.act_done(act)
+    assert one.handle(ready(1, 2, 10, 1, 1, 1)) == []
+    assert norm(two.handle(ready(1, 2, 10, 1, 1, 1))) == [("ACT", 2, 1, [(10, 1)], [(20, 1)])]
+
+
+# -- rule 5: EORD and the zombie state ---------------------------------------------------------
+
+def test_eord_then_zombie_until_every_produced_regst_is_acked():
+    a = normal(register_num=2)
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)))
+    a.act_done(act)
+    assert norm(a.handle(eord(1, 2, 10, 1))) == [("EORD", 2, 3, 20, -1, -1, 1)]
+    assert a.status == ZOMBIE  # EORD sent, but slot 0 is still read by task 3
+    assert norm(a.handle(ack(3, 2, 20, 0))) == [("EXIT", 2)]
+    assert a.status == EXITED
+
+
+def test_eord_waits_for_queued_regsts_and_comes_after_the_last_ready():
+    a = normal(register_num=1)
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)))
+    a.act_done(act)
+    assert a.handle(ready(1, 2, 10, 1, 1, 1)) == []
+    assert a.handle(eord(1, 2, 10, 2)) == []  # piece 1 still queued: no EORD yet
+    assert a.status == RUNNING
+    (act,) = acts_of(a.handle(ack(3, 2, 20, 0)))
+    assert norm(a.act_done(act)) == [
+        ("READY", 2, 3, 20, 0, 1, 1), ("ACK", 2, 1, 10, 1, 1), ("EORD", 2, 3, 20, -1, -1, 2)]
+    assert norm(a.handle(ack(3, 2, 20, 0))) == [("EXIT", 2)]
+
+
+def test_eord_with_acts_in_flight_waits_for_the_last_act_done():
+    a = normal(register_num=2)
+    (a0,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)))
+    (a1,) = acts_of(a.handle(ready(1, 2, 10, 1, 1, 1)))  # two acts in flight
+    assert a.handle(eord(1, 2, 10, 2)) == []
+    assert norm(a.act_done(a0)) == [("READY", 2, 3, 20, 0, 0, 0), ("ACK", 2, 1, 10, 0, 0)]
+    out = norm(a.act_done(a1))
+    assert out == [("READY", 2, 3, 20, 1, 1, 1), ("ACK", 2, 1, 10, 1, 1),
+                   ("EORD", 2, 3, 20, -1, -1, 2)]
+    a.handle(ack(3, 2, 20, 1))
+    assert norm(a.handle(ack(3, 2, 20, 0))) == [("EXIT", 2)]
+
+
+def test_eord_with_nothing_produced_exits_at_once():
+    a = normal(consumers=(3, 4))
+    assert norm(a.handle(eord(1, 2, 10, 0))) == [
+        ("EORD", 2, 3, 20, -1, -1, 0), ("EORD", 2, 4, 20, -1, -1, 0), ("EXIT", 2)]
+
+
+def test_eord_needs_every_consumed_desc():
+    a = normal(inputs=(10, 11))
+    assert a.handle(eord(1, 2, 10, 0)) == []
+    assert a.blocked_on()["inputs_eord"] == [10]
+    assert norm(a.handle(eord(2, 2, 11, 0)))[-1] == ("EXIT", 2)
+
+
+def test_inputs_with_different_piece_counts_are_a_protocol_error():
+    a = normal(inputs=(10, 11))
+    a.handle(ready(1, 2, 10, 0, 0, 0))
+    a.handle(eord(1, 2, 10, 1))
+    with pytest.raises(ProtocolError, match="different piece counts"):
+        a.handle(eord(2, 2, 11, 0))
+
+
+# -- protocol violations -----------------------------------------------------------------------
+
+def test_out_of_order_ready_is_a_protocol_error():
+    a = normal()
+    with pytest.raises(ProtocolError, match=r"regst desc 10 message out of order \(seq 1, "
+                                            r"expected 0\)"):
+        a.handle(ready(1, 2, 10, 0, 0, 1))
+
+
+def test_eord_overtaking_a_ready_is_a_protocol_error():
+    a = normal()
+    with pytest.raises(ProtocolError, match="EORD on regst desc 10 overtook a READY"):
+        a.handle(eord(1, 2, 10, 3))
+
+
+def test_ready_after_eord_is_a_protocol_error():
+    a = normal(inputs=(10, 11))
+    a.handle(eord(1, 2, 10, 0))
+    with pytest.raises(ProtocolError, match="READY on regst desc 10 after its EORD"):
+        a.handle(ready(1, 2, 10, 0, 0, 1))
+
+
+@pytest.mark.parametrize("msg, what", [
+    (ready(1, 2, 99, 0, 0, 0), "READY for regst desc 99, which it does not consume"),
+    (eord(1, 2, 99, 0), "EORD for regst desc 99, which it does not consume"),
+    (ack(3, 2, 99, 0), "ACK for regst desc 99, which it does not produce"),
+])
+def test_unknown_regst_desc_is_a_protocol_error(msg, what):
+    with pytest.raises(ProtocolError, match=what):
+        normal().handle(msg)
+
+
+def test_ack_for_a_free_regst_is_a_protocol_error():
+    with pytest.raises(ProtocolError, match="unexpected ACK from task 3 for regst desc 20 slot 0"):
+        normal().handle(ack(3, 2, 20, 0))
+
+
+def test_ack_for_a_slot_out_of_range_is_a_protocol_error():
+    with pytest.raises(ProtocolError, match="slot 5"):
+        normal(register_num=2).handle(ack(3, 2, 20, 5))
+
+
+def test_double_ack_is_a_protocol_error():
+    a = normal(register_num=1)
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)))
+    a.act_done(act)
+    a.handle(ack(3, 2, 20, 0))
+    with pytest.raises(ProtocolError, match="unexpected ACK from task 3"):
+        a.handle(ack(3, 2, 20, 0))
+
+
+def test_double_ack_by_one_consumer_while_another_still_reads_is_caught():
+    """Reading counts are per consumer: task 3 acking twice must not free task 4's regst."""
+    a = normal(register_num=2, consumers=(3, 4))
+    for piece in range(2):
+        (act,) = acts_of(a.handle(ready(1, 2, 10, piece, piece, piece)))
+        a.act_done(act)
+    a.handle(ack(3, 2, 20, 0))
+    with pytest.raises(ProtocolError, match="unexpected ACK from task 3 for regst desc 20 slot 0"):
+        a.handle(ack(3, 2, 20, 0))
+
+
+def test_ack_from_a_task_that_is_not_a_consumer_is_a_protocol_error():
+    a = normal(register_num=1)
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)))
+    a.act_done(act)
+    with pytest.raises(ProtocolError, match="unexpected ACK from task 8"):
+        a.handle(ack(8, 2, 20, 0))
+
+
+def test_act_done_twice_is_a_protocol_error():
+    a = normal()
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)))
+    a.act_done(act)
+    with pytest.raises(ProtocolError, match="completed twice"):
+        a.act_done(act)
+
+
+def test_message_after_exit_is_a_protocol_error():
+    a = normal()
+    a.handle(eord(1, 2, 10, 0))
+    with pytest.raises(ProtocolError, match="after it exited"):
+        a.handle(ready(1, 2, 10, 0, 0, 1))
+
+
+def test_unknown_command_and_unknown_type_are_protocol_errors():
+    with pytest.raises(ProtocolError, match="does not take command 'feed'"):
+        normal().handle(cmd(2, "feed"))
+    with pytest.raises(ProtocolError, match="unknown message type 9"):
+        normal().handle(Msg(9, 1, 2, 10))
+
+
+def test_consumed_desc_without_producer_is_rejected_at_construction():
+    with pytest.raises(ProtocolError, match="consumed regst desc 10 has no producer"):
+        actor(2, produced=[(20, 1, [3])], consumed=[10], producer_of={})
+
+
+def test_message_ids_are_unique_per_actor():
+    a = normal(register_num=4, consumers=(3, 4))
+    ids = []
+    for piece in range(4):
+        for act in acts_of(a.handle(ready(1, 2, 10, piece, piece, piece))):
+            ids += [m.msg_id for m in a.act_done(act) if isinstance(m, Msg)]
+    assert len(ids) == 12 and len(set(ids)) == 12
+    assert all(m >> 32 == 2 for m in ids)
+    assert CMD == 3
