@@ -97,7 +97,7 @@ def run_output(host: ActorHost, act: Act) -> None:
 
 
 def run_acc(host: ActorHost, act: Act) -> None:
-    first, _emit = act.info
+    first = act.info[0]
     dout, sout = act.writes[0]
     dst = host.memory[dout][sout]
     if not act.reads:

@@ -103,8 +103,10 @@ class InputState(_Generator):
 class AccState(ActorState):
     """N pieces in, 1 piece out: the output regst is held while a group accumulates.
 
-    ``info`` of an act is ``(first, emit)``: first of its group (copy, not add) and last
-    of its group (send READY).  A partial group left at EORD is emitted before EORD.
+    ``info`` of an act is ``(first, emit, in_piece)``: first of its group (copy, not add),
+    last of its group (send READY), and the piece id of the input regst it reads (the ACK
+    carries it, so every ACK names the piece of the READY it answers).  A partial group
+    left at EORD is emitted before EORD.
     """
 
     kind = "acc"
@@ -130,7 +132,7 @@ class AccState(ActorState):
         if self.flush:  # emit the partial group, no input read
             self.flush = False
             act = Act(self.task_id, self.acts, self.groups, [], [(p.desc_id, self.held)],
-                      (False, True))
+                      (False, True, -1))
             self.held, self.count = None, 0
             self.groups += 1
             return act
@@ -138,11 +140,11 @@ class AccState(ActorState):
         first = self.held is None
         if first:
             self.held = p.free.popleft()
-        slot, _piece = c.ready.popleft()
+        slot, in_piece = c.ready.popleft()
         self.count += 1
         emit = self.count == self.acc_num
         act = Act(self.task_id, self.acts, self.groups, [(c.desc_id, slot)],
-                  [(p.desc_id, self.held)], (first, emit))
+                  [(p.desc_id, self.held)], (first, emit, in_piece))
         if emit:
             self.held, self.count = None, 0
             self.groups += 1
@@ -153,7 +155,7 @@ class AccState(ActorState):
             d, slot = act.writes[0]
             self._send_ready(out, self.produced[d], slot, act.piece_id)
         for d, slot in act.reads:
-            self._send_ack(out, self.consumed[d], slot, act.piece_id)
+            self._send_ack(out, self.consumed[d], slot, act.info[2])
 
     def _before_eord(self) -> bool:
         if self.held is not None and not self.flush:
@@ -163,7 +165,10 @@ class AccState(ActorState):
 
 
 class RepeatState(ActorState):
-    """1 piece in, N pieces out: the input regst is acked after its N-th use."""
+    """1 piece in, N pieces out: the input regst is acked after its N-th use.
+
+    ``info`` of an act is ``(last_use, in_piece)``.
+    """
 
     kind = "repeat"
 
@@ -178,23 +183,23 @@ class RepeatState(ActorState):
 
     def _start_act(self) -> Act:
         c, p = self._cons[0], self._prod[0]
-        slot, _piece = c.ready[0]
+        slot, in_piece = c.ready[0]
         self.used += 1
         last = self.used == self.repeat_num
         if last:
             c.ready.popleft()
             self.used = 0
         act = Act(self.task_id, self.acts, self.made, [(c.desc_id, slot)],
-                  [(p.desc_id, p.free.popleft())], last)
+                  [(p.desc_id, p.free.popleft())], (last, in_piece))
         self.made += 1
         return act
 
     def _finish(self, act: Act, out: list) -> None:
         d, slot = act.writes[0]
         self._send_ready(out, self.produced[d], slot, act.piece_id)
-        if act.info:
+        if act.info[0]:
             d, slot = act.reads[0]
-            self._send_ack(out, self.consumed[d], slot, act.piece_id)
+            self._send_ack(out, self.consumed[d], slot, act.info[1])
 
 
 class OutputState(ActorState):
