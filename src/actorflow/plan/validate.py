@@ -18,8 +18,9 @@ def _fail(source: str, msg: str) -> PlanValidationError:
 def validate_plan(plan: Plan, source: str = "", progress: bool = True) -> None:
     errs = _collect(plan)
     if errs:
-        more = f" (and {len(errs) - 1} more problems)" if len(errs) > 1 else ""
-        raise _fail(source, errs[0] + more)
+        # several problems often share one cause (a dangling id breaks both ends): show a few
+        more = f"; and {len(errs) - 5} more problems" if len(errs) > 5 else ""
+        raise _fail(source, "; ".join(errs[:5]) + more)
     _check_cycles(plan, source)
     if progress:
         from actorflow.actors.simulate import check_progress  # pure state machines only
