@@ -47,8 +47,12 @@ class Session:
         self._received = dict.fromkeys(self.outputs, 0)
         self._sources_started = False
         self._closed = False
-        self.runtime = MachineRuntime(plan, recorder=recorder, on_deliver=self._on_deliver)
+        self.runtime = self._make_runtime(plan, recorder)
         self.runtime.start()
+
+    def _make_runtime(self, plan: Plan, recorder: Any) -> Any:
+        """The runtime behind this session (transport.cluster overrides it with nodes)."""
+        return MachineRuntime(plan, recorder=recorder, on_deliver=self._on_deliver)
 
     # -- context manager ---------------------------------------------------------------
     def __enter__(self) -> Session:
