@@ -1,0 +1,280 @@
+"""MachineNode: one machine of a run — its actors and its data-plane socket.
+
+What the launcher (or a test) does per machine:
+
+    node = MachineNode(plan, machine_id=1, unit="thread", run_id="ab12",
+                       on_deliver=lambda task, piece_id, arrays: ...)
+    addr = node.bind("127.0.0.1")          # "tcp://127.0.0.1:PORT" (port 0 = a free one)
+    node.connect({0: addr0, 1: addr1})     # every machine's data-plane address
+    node.start()                           # process units: spawned here, waits until built
+    node.command(task_id, "start", 10)     # CMD start|feed|close|stop to any task (routed)
+    node.push_feed(task_id, {"out": arr})  # one piece for an input task (routed, with data)
+    node.wait_exited(timeout=60)           # every local actor exited; raises the run's error
+    node.close()                           # stop, close sockets, unlink shared memory
+
+``plan`` is the whole plan or ``plan.for_machine(i)`` (routing in ``ctrl["routing"]``,
+remote inputs in ``ctrl["remote_descs"]``).  ``unit`` picks how local units run, from a
+registry: ``"thread"`` (one thread per thrd_id, this process) or ``"process"`` (one process
+per thrd_id, regsts in shared memory).  ``on_deliver(task, piece_id, arrays)`` receives
+output pieces of output tasks on this machine; it is called as ``on_deliver(None, -1, {})``
+when the node fails, to wake a waiting client.  ``bind`` also accepts a full address of any
+registered scheme (``inproc://``, ``ipc://``, ``tcp://``).
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import zmq
+
+from actorflow.actors.messages import CMD, Msg, cmd
+from actorflow.errors import ActorflowError, TransportError, WaitTimeout
+from actorflow.plan.model import Plan, RegstDesc, Task
+from actorflow.transport import codec
+from actorflow.transport.bus import Outbox, Router
+from actorflow.transport.registry import bind, context
+
+Deliver = Callable[[Task | None, int, dict], None]
+_HOSTINGS: dict[str, Callable[[MachineNode], Any]] = {}
+
+
+def register_unit_kind(name: str, factory: Callable[[MachineNode], Any]) -> None:
+    """``factory(node)`` builds the object that hosts the node's units (see ThreadHosting)."""
+    _HOSTINGS[name] = factory
+
+
+def unit_kinds() -> list[str]:
+    _load_kinds()
+    return sorted(_HOSTINGS)
+
+
+def _load_kinds() -> None:
+    if "process" not in _HOSTINGS:
+        try:
+            import actorflow.transport.process_hosting  # noqa: F401  (registers "process")
+        except ModuleNotFoundError as e:
+            if e.name != "actorflow.transport.process_hosting":
+                raise
+
+
+class MachineView:
+    """What one machine needs to know of a (sub-)plan, as plain ids and descs."""
+
+    def __init__(self, plan: Plan, machine_id: int) -> None:
+        self.plan = plan
+        self.machine_id = machine_id
+        self.tasks = [t for t in plan.tasks if t.machine_id == machine_id]
+        if "routing" in plan.ctrl:
+            self.routing = {int(k): (int(v[0]), int(v[1])) for k, v in
+                            plan.ctrl["routing"].items()}
+        else:
+            self.routing = plan.routing_table()
+        self.descs: dict[int, RegstDesc] = plan.regst_descs()
+        remote = plan.ctrl.get("remote_descs")
+        if remote is not None:
+            for k, d in remote.items():
+                self.descs.setdefault(int(k), RegstDesc.from_dict(d))
+        produced_here = {d.regst_desc_id for t in self.tasks for d in t.produced.values()}
+        self.remote_descs = {i: self.descs[i] for t in self.tasks for i in t.consumed_ids()
+                             if i not in produced_here}
+        for i in self.remote_descs:
+            if i not in self.descs:
+                raise TransportError(f"machine {machine_id}: regst desc {i} is consumed here "
+                                     "but the plan neither produces it nor lists it in "
+                                     "ctrl['remote_descs'] (use Plan.for_machine)")
+        self.producer_of = {i: d.producer_task_id for i, d in self.descs.items()}
+        self.units = sorted({(t.machine_id, t.thrd_id) for t in self.tasks})
+
+    def unit_of(self, task_id: int) -> tuple[int, int]:
+        return self.routing[task_id]
+
+
+class MachineNode:
+    """One machine's actors (on thread or process units) plus its data-plane socket."""
+
+    def __init__(self, plan: Plan, machine_id: int, unit: str = "thread",
+                 run_id: str | None = None, recorder: Any = None,
+                 on_deliver: Deliver | None = None, timeout: float = 30.0) -> None:
+        _load_kinds()
+        if unit not in _HOSTINGS:
+            raise TransportError(f"unknown unit kind '{unit}'; known: {', '.join(unit_kinds())}")
+        self.view = MachineView(plan, machine_id)
+        self.plan = plan
+        self.machine_id = machine_id
+        self.unit = unit
+        self.run_id = run_id or secrets.token_hex(4)
+        self.recorder = recorder
+        self.on_deliver = on_deliver
+        self.timeout = timeout
+        self.name = f"machine {machine_id}"
+        self.address: str | None = None
+        self.machine_addrs: dict[int, str] = {}
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._sock: zmq.Socket | None = None
+        self._rx: threading.Thread | None = None
+        self._rx_stop = threading.Event()
+        self._closed = False
+        self.outbox = Outbox(self.name)
+        self.hosting = _HOSTINGS[unit](self)
+        self.router: Router = self.hosting.router
+
+    # -- wiring ------------------------------------------------------------------------
+    def bind(self, host: str = "127.0.0.1", address: str | None = None) -> str:
+        """Bind the data-plane socket (tcp on ``host``, port 0) and start receiving."""
+        if self._sock is not None:
+            return self.address  # type: ignore[return-value]
+        sock = context().socket(zmq.PULL)
+        sock.setsockopt(zmq.RCVHWM, 0)
+        sock.setsockopt(zmq.LINGER, 0)
+        try:
+            self.address = bind(sock, address or f"tcp://{host}:0")
+            for extra in self.hosting.extra_binds():
+                bind(sock, extra)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        self._rx = threading.Thread(target=self._rx_main, daemon=True,
+                                    name=f"actorflow-m{self.machine_id}-rx")
+        self._rx.start()
+        return self.address
+
+    def connect(self, addrs: Mapping[int, str]) -> None:
+        """Every machine's data-plane address (``{machine_id: address}``)."""
+        addrs = {int(k): v for k, v in addrs.items()}
+        needed = {m for m, _ in self.view.routing.values()} - {self.machine_id}
+        missing = needed - set(addrs)
+        if missing:
+            raise TransportError(f"{self.name}: connect() lacks addresses of machines "
+                                 f"{sorted(missing)}")
+        self.machine_addrs.update(addrs)
+        self.router.set_machine_addrs(addrs)
+        for m in needed:
+            self.outbox.connect(addrs[m])
+
+    def start(self) -> None:
+        if self._sock is None:
+            self.bind()
+        self.hosting.start()
+
+    # -- driving -----------------------------------------------------------------------
+    def command(self, task_id: int, name: str, payload: Any = None) -> None:
+        """Send ``CMD name`` to a task of any machine."""
+        self._check()
+        self._route_cmd(cmd(task_id, name, payload), ())
+
+    def push_feed(self, task_id: int, arrays: Mapping[str, np.ndarray]) -> None:
+        """One piece for input task ``task_id`` (on any machine)."""
+        self._check()
+        if self.view.routing.get(task_id, (None,))[0] == self.machine_id:
+            self.hosting.push_feed(task_id, dict(arrays))
+        else:
+            self._route_cmd(cmd(task_id, "feed"), list(arrays.items()))
+
+    def _route_cmd(self, msg: Msg, arrays: list) -> None:
+        if msg.dst not in self.view.routing:
+            raise TransportError(f"{self.name}: no task {msg.dst} in the plan's routing table")
+        machine = self.view.routing[msg.dst][0]
+        if machine == self.machine_id:
+            self.hosting.command(msg)
+        else:
+            addr, _ = self.router.where(msg.dst)
+            self.outbox.send(addr, codec.encode(codec.MSG, msg.header(), arrays))
+
+    # -- state -------------------------------------------------------------------------
+    @property
+    def error(self) -> BaseException | None:
+        return self._error or self.hosting.error
+
+    def fail(self, error: BaseException) -> None:
+        """Stop this machine's units with ``error`` (the first error wins) and wake the client."""
+        with self._lock:
+            first = self._error is None and self.hosting.error is None
+            if first:
+                self._error = error
+        if first:
+            self.hosting.stop(error)
+            if self.on_deliver is not None:
+                self.on_deliver(None, -1, {})
+
+    def wait_exited(self, timeout: float | None = None) -> None:
+        """Wait until every actor of this machine exited; raise the run's error if any."""
+        timeout = self.timeout if timeout is None else timeout
+        if not self.hosting.wait(timeout):
+            raise WaitTimeout(f"{self.name}: waited {timeout:.1f}s for every actor to exit; "
+                              f"still running: {self.describe_live()}")
+        if self.error is not None:
+            raise self.error
+
+    def exited(self) -> bool:
+        return self.hosting.wait(0)
+
+    def describe_live(self) -> str:
+        return self.hosting.describe_live()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop everything this node started; safe to call twice and after a failure."""
+        if self._closed:
+            return
+        self._closed = True
+        failed = self.error is not None or not self.hosting.wait(0)
+        try:
+            self.hosting.close(timeout)
+        finally:
+            self._rx_stop.set()
+            if self._rx is not None:
+                self._rx.join(timeout)
+            if self._sock is not None:
+                self._sock.close(linger=0)
+            self.outbox.close(linger_ms=0 if failed else 2000)
+
+    def _check(self) -> None:
+        if self._closed:
+            raise TransportError(f"{self.name}: node is closed")
+        if self.error is not None:
+            raise self.error
+
+    # -- receiving ---------------------------------------------------------------------
+    def _rx_main(self) -> None:
+        sock = self._sock
+        assert sock is not None
+        hosting = self.hosting
+        while not self._rx_stop.is_set():
+            try:
+                if not sock.poll(100):
+                    continue
+                head, frames = codec.recv(sock)
+                kind, body, metas = codec.decode_head(head)
+                if kind == codec.MSG:
+                    msg = Msg(*body)
+                    if metas and msg.type == CMD:
+                        hosting.push_feed(msg.dst, codec.arrays_of(metas, frames))
+                    else:
+                        hosting.incoming(msg, metas, frames)
+                else:
+                    hosting.unit_message(kind, body, metas, frames)
+            except ActorflowError as e:
+                self.fail(e)
+            except zmq.ZMQError as e:
+                if self._rx_stop.is_set():
+                    return
+                self.fail(TransportError(f"{self.name}: receive failed on {self.address}: {e}"))
+                return
+            except Exception as e:  # a bug: still fail the run loudly
+                err = TransportError(f"{self.name}: receiver crashed: {type(e).__name__}: {e}")
+                err.__cause__ = e
+                self.fail(err)
+
+
+def _register_thread() -> None:
+    from actorflow.transport.thread_hosting import ThreadHosting
+
+    register_unit_kind("thread", ThreadHosting)
+
+
+_register_thread()

@@ -1,0 +1,141 @@
+"""Transport backends by URI scheme: ``inproc://``, ``ipc://``, ``tcp://`` over pyzmq.
+
+One registry, one place to add a scheme (like dask's ``distributed/comm/registry.py``):
+
+    bind(sock, "tcp://127.0.0.1:0")   -> "tcp://127.0.0.1:43121"  (port 0 picks a free port)
+    connect(sock, "ipc:///tmp/x.ipc")
+    get_backend("udp://x")            -> TransportError naming the known schemes
+
+Every bind/connect error names the address and is raised ``from`` the ZeroMQ cause.
+All sockets of one process share ``context()`` so ``inproc://`` works between them.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+
+import zmq
+
+from actorflow.errors import TransportError
+
+_CTX_LOCK = threading.Lock()
+_IPC_MAX = 100  # sun_path is 108 bytes on Linux, less the scheme
+_counter = iter(range(1 << 62))
+
+
+def context() -> zmq.Context:
+    """The process-wide ZeroMQ context (``inproc://`` endpoints only see their own context)."""
+    with _CTX_LOCK:
+        return zmq.Context.instance()
+
+
+class Backend:
+    """How one URI scheme binds, connects, and makes fresh local addresses."""
+
+    scheme = ""
+
+    def bind(self, sock: zmq.Socket, address: str) -> str:
+        """Bind ``sock``; return the address peers should connect to."""
+        try:
+            sock.bind(address)
+        except zmq.ZMQError as e:
+            raise TransportError(f"cannot bind {address}: {e}") from e
+        return address
+
+    def connect(self, sock: zmq.Socket, address: str) -> None:
+        try:
+            sock.connect(address)
+        except zmq.ZMQError as e:
+            raise TransportError(f"cannot connect to {address}: {e}") from e
+
+    def local_address(self, name: str) -> str:
+        raise NotImplementedError
+
+
+class InprocBackend(Backend):
+    """Same process: ZeroMQ's in-memory pipes."""
+
+    scheme = "inproc"
+
+    def local_address(self, name: str) -> str:
+        return f"inproc://actorflow-{name}-{os.getpid()}-{next(_counter)}"
+
+
+class IpcBackend(Backend):
+    """Same machine: Unix domain sockets, files under a temp directory."""
+
+    scheme = "ipc"
+
+    def bind(self, sock: zmq.Socket, address: str) -> str:
+        path = address[len("ipc://"):]
+        if len(path) > _IPC_MAX:
+            raise TransportError(f"cannot bind {address}: ipc path longer than {_IPC_MAX} "
+                                 "characters (set TMPDIR to a shorter directory)")
+        return super().bind(sock, address)
+
+    def local_address(self, name: str) -> str:
+        d = tempfile.gettempdir()
+        return f"ipc://{d}/actorflow-{name}-{os.getpid()}-{next(_counter)}.ipc"
+
+
+class TcpBackend(Backend):
+    """Between machines: ``tcp://host:port``; port 0 binds a free port and returns it."""
+
+    scheme = "tcp"
+
+    def bind(self, sock: zmq.Socket, address: str) -> str:
+        host, sep, port = address[len("tcp://"):].rpartition(":")
+        if not sep or (not port.isdigit() and port != "*"):
+            raise TransportError(f"cannot bind {address}: expected tcp://HOST:PORT")
+        if port in ("0", "*"):
+            try:
+                sock.bind(f"tcp://{host}:*")
+            except zmq.ZMQError as e:
+                raise TransportError(f"cannot bind {address}: {e}") from e
+            ep = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+            return f"tcp://{host}:{ep.rpartition(':')[2]}"
+        return super().bind(sock, address)
+
+    def local_address(self, name: str) -> str:
+        return "tcp://127.0.0.1:0"
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(backend: Backend) -> Backend:
+    _BACKENDS[backend.scheme] = backend
+    return backend
+
+
+def known_schemes() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def get_backend(address: str) -> Backend:
+    """The backend for ``address``'s scheme; unknown schemes list the known ones."""
+    scheme, sep, _ = address.partition("://")
+    backend = _BACKENDS.get(scheme) if sep else None
+    if backend is None:
+        known = ", ".join(f"{s}://" for s in known_schemes())
+        raise TransportError(f"address {address!r}: unknown transport scheme; known: {known}")
+    return backend
+
+
+def bind(sock: zmq.Socket, address: str) -> str:
+    return get_backend(address).bind(sock, address)
+
+
+def connect(sock: zmq.Socket, address: str) -> None:
+    get_backend(address).connect(sock, address)
+
+
+def local_address(scheme: str, name: str) -> str:
+    """A fresh address of ``scheme`` on this host (``tcp`` gives port 0: bind resolves it)."""
+    return get_backend(f"{scheme}://").local_address(name)
+
+
+for _b in (InprocBackend(), IpcBackend(), TcpBackend()):
+    register_backend(_b)
