@@ -6,6 +6,8 @@ feeds, deliveries, accumulation) is the runtime's business, chosen by the same t
 
 from __future__ import annotations
 
+from typing import Any
+
 from actorflow.actors.messages import Act, Msg
 from actorflow.actors.state import RUNNING, ActorState
 from actorflow.errors import ProtocolError
@@ -41,6 +43,11 @@ class _Generator(ActorState):
         self.pieces_made = 0
         self.budget: int | None = 0  # pieces allowed so far (None: unbounded)
         self.closed = False
+
+    def blocked_on(self) -> dict[str, Any]:
+        s = super().blocked_on()
+        s.update(budget=self.budget, pieces_made=self.pieces_made, closed=self.closed)
+        return s
 
     def _can_act(self) -> bool:
         if self.budget is not None and self.pieces_made >= self.budget:

@@ -41,6 +41,8 @@ class ThreadUnit:
         self.actors: dict[int, ActorHost] = {}
         self.live = 0
         self.thread: threading.Thread | None = None
+        # per-unit trace hooks (actorflow.trace.recorder): None = no recorder calls at all
+        self.rec = runtime.recorder.unit(key) if runtime.recorder is not None else None
 
     def build(self, producer_of: dict[int, int]) -> None:
         for t in self.tasks:
@@ -64,7 +66,7 @@ class ThreadUnit:
     def _loop(self) -> None:
         rt = self.runtime
         local, inbox, actors = self.local, self.inbox, self.actors
-        rec = rt.recorder
+        rec = self.rec
         while self.live > 0:
             if local:
                 msg = local.popleft()
@@ -88,17 +90,20 @@ class ThreadUnit:
             if host is None:
                 raise ProtocolError(f"unit {self.name} got {msg!r} for a task it does not host")
             if rec is not None:
-                rec.recv(self.key, msg)
+                rec.recv(msg)
             self.execute(host, host.state.handle(msg))
 
     def _drain_stream(self) -> None:
+        rec = self.rec
         for h, act in self.stream.completed():
+            if rec is not None:
+                rec.act_end(act)
             self.execute(h, h.state.act_done(act))
 
     def execute(self, host: ActorHost, actions: list[Any]) -> None:
         rt = self.runtime
         send = rt.send
-        rec = rt.recorder
+        rec = self.rec
         stream = self.stream
         pending = deque(((host, actions),))
         while pending:
@@ -107,18 +112,18 @@ class ThreadUnit:
                 tp = type(a)
                 if tp is Msg:
                     if rec is not None:
-                        rec.send(self.key, a)
+                        rec.send(a)
                     send(a, self)
                 elif tp is Act:
                     if rec is not None:
-                        rec.act_begin(self.key, h.task_id, a)
+                        rec.act_begin(a)
                     stream.launch(h, a)
-                    if rec is not None:
-                        rec.act_end(self.key, h.task_id, a)
                 elif tp is Exit:
                     self.live -= 1
                     rt.actor_exited(a.task_id)
             for h2, act in stream.completed():
+                if rec is not None:
+                    rec.act_end(act)  # the act counts as done when its stream reports it
                 pending.append((h2, h2.state.act_done(act)))
 
 
@@ -223,6 +228,16 @@ class MachineRuntime:
                 f"{self.describe_live()}")
         if self.error is not None:
             raise self.error
+
+    def actor_states(self) -> list[dict]:
+        """Every hosted actor's ``blocked_on()`` and unit: plain data for trace dumps."""
+        out = []
+        for u in list(self.units.values()):
+            for h in list(u.actors.values()):
+                s = h.state.blocked_on()
+                s["machine_id"], s["thrd_id"] = u.key
+                out.append(s)
+        return out
 
     def describe_live(self, limit: int = 8) -> str:
         live = [h.state.blocked_on() for u in self.units.values() for h in u.actors.values()

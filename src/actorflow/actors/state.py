@@ -158,6 +158,11 @@ class ActorState:
                  "held_by": p.holders()}
                 for p in self._prod if not p.free],
             "queued": {c.desc_id: len(c.ready) for c in self._cons if c.ready},
+            # for trace why-stuck: pieces of running acts, regsts still held by consumers
+            "inflight_pieces": [a.piece_id for a in list(self.inflight.values())],
+            "outputs_held": [
+                {"regst_desc_id": p.desc_id, "held_by": p.holders(), "free": len(p.free)}
+                for p in self._prod if not p.all_free()],
         }
 
     # -- the loop ----------------------------------------------------------------------

@@ -1,0 +1,119 @@
+"""Trace events: small records, plain data.
+
+On the hot path a recorder appends tuples ``(code, t_ns, obj)`` where ``obj`` is the
+runtime's own ``Msg``/``Act`` (no copy, no formatting).  When a buffer is flushed or a
+flight recorder dumped, each tuple becomes a plain *row* (a list of ints and strings that
+msgpack writes); readers turn rows into the frozen records below.
+
+Row layouts (``t`` is ``time.perf_counter_ns()`` of the recording process):
+
+    SEND / RECV   [code, t, type, src, dst, desc, slot, piece, seq, msg_id, cmd, payload]
+    ACT_BEGIN     [code, t, task, act_id, piece, [[desc, slot], ...] reads, ... writes]
+    ACT_END       [code, t, task, act_id, piece]
+
+Message ``type`` is 0 READY, 1 ACK, 2 EORD, 3 CMD (``actors.messages``; repeated here so
+this package imports nothing of the runtime).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SEND, RECV, ACT_BEGIN, ACT_END = 0, 1, 2, 3
+EVENT_NAMES = ("SEND", "RECV", "ACT_BEGIN", "ACT_END")
+READY, ACK, EORD, CMD = 0, 1, 2, 3
+MSG_TYPE_NAMES = ("READY", "ACK", "EORD", "CMD")
+
+
+def _plain(v: Any) -> Any:
+    """Payloads are recorded only when msgpack can write them (ints, strings, None)."""
+    return v if v is None or isinstance(v, (int, float, str, bool)) else repr(v)[:64]
+
+
+def to_row(ev: tuple) -> list:
+    """One hot-path tuple -> one plain row (see the module docstring)."""
+    code, t, o = ev
+    if code <= RECV:
+        return [code, t, o.type, o.src, o.dst, o.regst_desc_id, o.slot, o.piece_id, o.seq,
+                o.msg_id, o.cmd, _plain(o.payload)]
+    if code == ACT_BEGIN:
+        return [code, t, o.task_id, o.act_id, o.piece_id, [list(r) for r in o.reads],
+                [list(w) for w in o.writes]]
+    return [code, t, o.task_id, o.act_id, o.piece_id]
+
+
+@dataclass(frozen=True, slots=True)
+class MsgEvent:
+    """A message sent or received by unit ``(machine, thrd)`` at ``t`` (ns, merged clock)."""
+
+    kind: int  # SEND or RECV
+    t: int
+    machine: int
+    thrd: int
+    type: int
+    src: int
+    dst: int
+    desc: int
+    slot: int
+    piece: int
+    seq: int
+    msg_id: int
+    cmd: str = ""
+    payload: Any = None
+
+    @property
+    def type_name(self) -> str:
+        return MSG_TYPE_NAMES[self.type]
+
+    @property
+    def task(self) -> int:
+        """The actor this event belongs to: the sender of a SEND, the receiver of a RECV."""
+        return self.src if self.kind == SEND else self.dst
+
+    def header(self) -> list:
+        """The message as ``Msg.header()`` lays it out (for replay)."""
+        return [self.type, self.src, self.dst, self.desc, self.slot, self.piece, self.seq,
+                self.msg_id, self.cmd, self.payload]
+
+    def describe(self) -> str:
+        what = f"{EVENT_NAMES[self.kind]} {self.type_name} {self.src}->{self.dst}"
+        if self.type == CMD:
+            return f"{what} cmd={self.cmd} payload={self.payload}"
+        return f"{what} desc={self.desc} slot={self.slot} piece={self.piece} seq={self.seq}"
+
+
+@dataclass(frozen=True, slots=True)
+class ActEvent:
+    """An act of ``task`` began (ACT_BEGIN, with its regst slots) or ended (ACT_END)."""
+
+    kind: int  # ACT_BEGIN or ACT_END
+    t: int
+    machine: int
+    thrd: int
+    task: int
+    act_id: int
+    piece: int
+    reads: tuple[tuple[int, int], ...] = ()
+    writes: tuple[tuple[int, int], ...] = ()
+
+    def describe(self) -> str:
+        if self.kind == ACT_END:
+            return f"ACT_END task {self.task} act {self.act_id} piece {self.piece}"
+        return (f"ACT_BEGIN task {self.task} act {self.act_id} piece {self.piece} "
+                f"reads={list(self.reads)} writes={list(self.writes)}")
+
+
+Event = MsgEvent | ActEvent
+
+
+def from_row(row: list, machine: int, thrd: int, shift_ns: int = 0) -> Event:
+    """A plain row -> a record; ``shift_ns`` moves ``t`` onto the merged timeline."""
+    code, t = row[0], row[1] + shift_ns
+    if code <= RECV:
+        return MsgEvent(code, t, machine, thrd, *row[2:12])
+    if code == ACT_BEGIN:
+        return ActEvent(code, t, machine, thrd, row[2], row[3], row[4],
+                        tuple((int(d), int(s)) for d, s in row[5]),
+                        tuple((int(d), int(s)) for d, s in row[6]))
+    return ActEvent(code, t, machine, thrd, row[2], row[3], row[4])

@@ -1,0 +1,258 @@
+"""Recorders: the hooks the runtime calls, one small object per execution unit.
+
+The runtime asks ``recorder.unit((machine_id, thrd_id))`` once per unit and then calls
+``send(msg)``, ``recv(msg)``, ``act_begin(act)`` and ``act_end(act)`` on the result.  Each
+hook is a closure that appends one tuple ``(code, perf_counter_ns(), obj)``: no formatting
+and no copies on the hot path (rows are built when a buffer is flushed or dumped).
+
+* flight recorder (always on): the last ``flight_size`` events per unit in a
+  ``deque(maxlen=...)``; dumped with every actor's state when a run fails, stalls or gets
+  SIGUSR1 (``Recorder.dump``).
+* full tracing (``trace_dir``): a bounded list per unit, flushed to the machine's trace
+  file (``tracefile.TraceWriter``) whenever it holds ``buffer_size`` events; the flight
+  recorder keeps the tail of each flushed chunk.
+
+With no recorder at all the runtime makes no calls (``MachineRuntime(recorder=None)``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from actorflow.trace.events import ACT_BEGIN, ACT_END, RECV, SEND, to_row
+from actorflow.trace.tracefile import TraceWriter, plan_info, write_dump
+
+FLIGHT_SIZE = 1024
+BUFFER_SIZE = 8192
+
+
+class FlightUnit:
+    """Always-on hooks of one unit: a ring of its last ``size`` events."""
+
+    __slots__ = ("act_begin", "act_end", "buf", "key", "recv", "send")
+
+    def __init__(self, key: tuple[int, int], size: int = FLIGHT_SIZE) -> None:
+        self.key = key
+        self.buf: deque[tuple] = deque(maxlen=size)
+        append, now = self.buf.append, time.perf_counter_ns
+
+        def send(m: Any) -> None:
+            append((SEND, now(), m))
+
+        def recv(m: Any) -> None:
+            append((RECV, now(), m))
+
+        def act_begin(a: Any) -> None:
+            append((ACT_BEGIN, now(), a))
+
+        def act_end(a: Any) -> None:
+            append((ACT_END, now(), a))
+
+        self.send, self.recv, self.act_begin, self.act_end = send, recv, act_begin, act_end
+
+    def last(self) -> list[tuple]:
+        return _snapshot(self.buf)
+
+    def flush(self) -> None:
+        pass
+
+    def last_time(self) -> int:
+        try:
+            return self.buf[-1][1]
+        except IndexError:
+            return 0
+
+
+class TraceUnit(FlightUnit):
+    """Full tracing: every event kept, flushed in chunks to the machine's trace file."""
+
+    __slots__ = ("_flush", "events", "writer")
+
+    def __init__(self, key: tuple[int, int], writer: TraceWriter, size: int = FLIGHT_SIZE,
+                 buffer_size: int = BUFFER_SIZE) -> None:
+        super().__init__(key, size)
+        self.writer = writer
+        self.events: list[tuple] = []
+        buf, flight, cap = self.events, self.buf, buffer_size
+        append, now = buf.append, time.perf_counter_ns
+        lock = threading.Lock()
+
+        def flush() -> None:
+            with lock:  # the unit thread and a closing client may both flush
+                chunk = buf[:]
+                del buf[:len(chunk)]
+                flight.extend(chunk[-flight.maxlen:])
+            if chunk:
+                writer.write_rows(key, [to_row(e) for e in chunk])
+
+        def send(m: Any) -> None:
+            append((SEND, now(), m))
+            if len(buf) >= cap:
+                flush()
+
+        def recv(m: Any) -> None:
+            append((RECV, now(), m))
+            if len(buf) >= cap:
+                flush()
+
+        def act_begin(a: Any) -> None:
+            append((ACT_BEGIN, now(), a))
+            if len(buf) >= cap:
+                flush()
+
+        def act_end(a: Any) -> None:
+            append((ACT_END, now(), a))
+
+        self.send, self.recv, self.act_begin, self.act_end = send, recv, act_begin, act_end
+        self._flush = flush
+
+    def last(self) -> list[tuple]:
+        tail = self.events[:]
+        n = self.buf.maxlen or FLIGHT_SIZE
+        if len(tail) >= n:
+            return tail[-n:]
+        return (_snapshot(self.buf) + tail)[-n:]
+
+    def flush(self) -> None:
+        self._flush()
+
+    def last_time(self) -> int:
+        try:
+            return self.events[-1][1]
+        except IndexError:
+            return super().last_time()
+
+
+def _snapshot(d: deque) -> list:
+    """Copy a deque another thread may be appending to (retry on concurrent mutation)."""
+    for _ in range(100):
+        try:
+            return list(d)
+        except RuntimeError:
+            continue
+    return []
+
+
+class Recorder:
+    """The recorder of one process: flight recorder always, full tracing with ``trace_dir``.
+
+    ``plan`` supplies task names for dumps and is saved next to the trace (``plan.plan``)
+    so that export, summary and replay need nothing else.  ``clock_offset``/``clock_error``
+    (seconds, master clock - local clock, from the rendezvous) are written into every
+    trace file; ``tag`` distinguishes several processes of one machine (process units).
+    """
+
+    def __init__(
+        self,
+        plan: Any = None,
+        trace_dir: str | os.PathLike | None = None,
+        flight_size: int = FLIGHT_SIZE,
+        buffer_size: int = BUFFER_SIZE,
+        clock_offset: float = 0.0,
+        clock_error: float = 0.0,
+        tag: str = "",
+        dump_dir: str | os.PathLike | None = None,
+    ) -> None:
+        self.plan = plan
+        self.trace_dir = Path(trace_dir) if trace_dir is not None else None
+        self.flight_size = flight_size
+        self.buffer_size = buffer_size
+        self.clock_offset = clock_offset
+        self.clock_error = clock_error
+        self.tag = tag
+        self.dump_dir = Path(dump_dir) if dump_dir is not None else None
+        self.units: dict[tuple[int, int], FlightUnit] = {}
+        self.writers: dict[int, TraceWriter] = {}
+        self.dumps: list[Path] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        if self.trace_dir is not None:
+            self.trace_dir.mkdir(parents=True, exist_ok=True)
+            if plan is not None:
+                from actorflow.plan.io import save_plan
+
+                save_plan(plan, self.trace_dir / (f"plan-{tag}.plan" if tag else "plan.plan"))
+
+    @property
+    def tracing(self) -> bool:
+        return self.trace_dir is not None
+
+    def unit(self, key: tuple[int, int]) -> FlightUnit:
+        """The hooks of unit ``key = (machine_id, thrd_id)`` (made once per unit)."""
+        with self._lock:
+            u = self.units.get(key)
+            if u is None:
+                if self.trace_dir is None:
+                    u = FlightUnit(key, self.flight_size)
+                else:
+                    u = TraceUnit(key, self._writer(key[0]), self.flight_size, self.buffer_size)
+                self.units[key] = u
+            return u
+
+    def _writer(self, machine_id: int) -> TraceWriter:
+        w = self.writers.get(machine_id)
+        if w is None:
+            assert self.trace_dir is not None
+            name = f"machine-{machine_id}" + (f"-{self.tag}" if self.tag else "") + ".aftrace"
+            w = self.writers[machine_id] = TraceWriter(
+                self.trace_dir / name, machine_id, self.clock_offset, self.clock_error)
+        return w
+
+    def set_clock(self, offset: float, error: float) -> None:
+        """Offset (master - local, seconds) and its error bound, once the rendezvous knows."""
+        self.clock_offset, self.clock_error = offset, error
+        for w in self.writers.values():
+            w.set_clock(offset, error)
+
+    def last_event_ns(self) -> int:
+        """Time of the newest recorded event in any unit (the watchdog's progress signal)."""
+        return max((u.last_time() for u in list(self.units.values())), default=0)
+
+    def flight_rows(self) -> dict[tuple[int, int], list[list]]:
+        return {k: [to_row(e) for e in u.last()] for k, u in list(self.units.items())}
+
+    def dump(self, reason: str, states: Iterable[dict], error: str = "",
+             directory: str | os.PathLike | None = None) -> Path:
+        """Write the flight recorder and every actor's state; returns the dump file."""
+        states = list(states)
+        d = Path(directory) if directory is not None else self.default_dump_dir()
+        path = write_dump(d, reason, states, self.flight_rows(), plan_info(self.plan),
+                          error=error, clock=(self.clock_offset, self.clock_error), tag=self.tag)
+        for w in list(self.writers.values()):
+            w.write_states(reason, [s for s in states if s.get("machine_id") == w.machine_id])
+        self.dumps.append(path)
+        return path
+
+    def default_dump_dir(self) -> Path:
+        if self.dump_dir is not None:
+            return self.dump_dir
+        if self.trace_dir is not None:
+            return self.trace_dir
+        return default_dump_dir(os.getpid())
+
+    def close(self) -> None:
+        """Flush every unit's buffer and finish the trace files (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for u in list(self.units.values()):
+            u.flush()
+        for w in self.writers.values():
+            w.close()
+
+
+def default_dump_dir(pid: int) -> Path:
+    """Where a process with no trace dir writes flight dumps (``why-stuck --pid`` looks here)."""
+    base = os.environ.get("ACTORFLOW_DUMP_DIR")
+    if base:
+        return Path(base) / str(pid)
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / "actorflow-dumps" / str(pid)

@@ -1,0 +1,173 @@
+"""Trace and dump files: msgpack streams with a format name and schema version.  No pickle.
+
+A trace file (``machine-<m>[-<tag>].aftrace``, one per machine and process) is a stream of
+msgpack maps:
+
+    {"format": "actorflow-trace", "version": 1, "machine_id", "pid",
+     "anchor_wall_ns", "anchor_mono_ns", "clock_offset_ns", "clock_error_ns"}   header
+    {"unit": [machine, thrd], "rows": [...]}                                   events
+    {"states": [...], "reason": str, "t": mono_ns}                             a state dump
+    {"end": true, "clock_offset_ns", "clock_error_ns", "rows": n}              footer
+
+Event times are the recorder's ``perf_counter_ns``; ``anchor_*`` (read back to back at
+start) turn them into wall-clock ns, and the clock offset puts them on the master's clock.
+A flight dump (``flight-<reason>-<pid>-<n>.afdump``) is one map with format
+``actorflow-dump`` holding every actor's state, the last events of every unit and the
+plan's task names: all ``flowlaunch trace why-stuck`` needs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from actorflow.errors import TraceError
+
+TRACE_FORMAT, DUMP_FORMAT, VERSION = "actorflow-trace", "actorflow-dump", 1
+_dump_counter = itertools.count()
+
+
+_ANCHOR: tuple[int, int, int] | None = None
+
+
+def clock_anchor() -> tuple[int, int, int]:
+    """(wall ns, perf_counter ns, error ns) read back to back; one per process, so files of
+    one process share it exactly and only different processes add its error."""
+    global _ANCHOR
+    if _ANCHOR is None:
+        best = None
+        for _ in range(7):
+            a = time.perf_counter_ns()
+            w = time.time_ns()
+            b = time.perf_counter_ns()
+            if best is None or b - a < best[2]:
+                best = (w, (a + b) // 2, (b - a) // 2 + 1)
+        _ANCHOR = best
+    return _ANCHOR
+
+
+def _pack(obj: Any) -> bytes:
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+class TraceWriter:
+    """Appends msgpack maps to one trace file; thread-safe (units of a machine share it)."""
+
+    def __init__(self, path: Path, machine_id: int, clock_offset: float = 0.0,
+                 clock_error: float = 0.0) -> None:
+        self.path = path
+        self.machine_id = machine_id
+        self.rows = 0
+        self._lock = threading.Lock()
+        self._clock = (clock_offset, clock_error)
+        try:
+            self._f = open(path, "wb")  # closed in close()
+        except OSError as e:
+            raise TraceError(f"{path}: cannot create trace file: {e.strerror or e}") from e
+        wall, mono, anchor_err = clock_anchor()
+        self._write({"format": TRACE_FORMAT, "version": VERSION, "machine_id": machine_id,
+                     "pid": os.getpid(), "anchor_wall_ns": wall, "anchor_mono_ns": mono,
+                     "anchor_error_ns": anchor_err,
+                     "clock_offset_ns": int(clock_offset * 1e9),
+                     "clock_error_ns": int(clock_error * 1e9)})
+
+    def _write(self, obj: Any) -> None:
+        data = _pack(obj)
+        with self._lock:
+            if not self._f.closed:
+                self._f.write(data)
+
+    def set_clock(self, offset: float, error: float) -> None:
+        self._clock = (offset, error)
+
+    def write_rows(self, unit: tuple[int, int], rows: list[list]) -> None:
+        self.rows += len(rows)
+        self._write({"unit": list(unit), "rows": rows})
+
+    def write_states(self, reason: str, states: list[dict]) -> None:
+        self._write({"states": states, "reason": reason, "t": time.perf_counter_ns()})
+
+    def close(self) -> None:
+        off, err = self._clock
+        self._write({"end": True, "clock_offset_ns": int(off * 1e9),
+                     "clock_error_ns": int(err * 1e9), "rows": self.rows})
+        with self._lock:
+            self._f.close()
+
+
+def read_stream(path: Path, fmt: str) -> list[dict]:
+    """Every map of a msgpack stream file, checking the format name and version first."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from e
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
+    unpacker.feed(data)
+    try:
+        objs = list(unpacker)
+    except Exception as e:  # msgpack raises several unrelated types
+        raise TraceError(f"{path}: not a {fmt} file (msgpack decode failed: {e})") from e
+    if not objs or not isinstance(objs[0], dict) or objs[0].get("format") != fmt:
+        raise TraceError(f"{path}: not a {fmt} file (expected a first map with format '{fmt}')")
+    if objs[0].get("version") != VERSION:
+        raise TraceError(f"{path}: {fmt} schema version {objs[0].get('version')!r} is not "
+                         f"supported (this actorflow reads version {VERSION})")
+    return objs
+
+
+def plan_info(plan: Any) -> dict[int, dict]:
+    """Task names, kinds, placement and regst wiring of a plan, as plain ids (for dumps)."""
+    if plan is None:
+        return {}
+    info = {}
+    for t in plan.tasks:
+        ops = [n.kernel.op_name for n in t.exec_sequence]
+        info[t.task_id] = {
+            "label": t.label, "type": t.task_type, "machine_id": t.machine_id,
+            "thrd_id": t.thrd_id, "ops": ops, "op_types": [n.kernel.op_type
+                                                          for n in t.exec_sequence],
+            "consumed": t.consumed_ids(),
+            "produced": {d.regst_desc_id: {"register_num": d.register_num,
+                                           "consumers": list(d.consumer_task_ids)}
+                         for d in t.produced.values()},
+        }
+    return info
+
+
+def write_dump(directory: Path, reason: str, states: list[dict], units: dict, tasks: dict,
+               error: str = "", clock: tuple[float, float] = (0.0, 0.0), tag: str = "") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    n = next(_dump_counter)
+    safe = "".join(c if c.isalnum() else "_" for c in reason)[:24]
+    path = directory / f"flight-{safe}-{os.getpid()}{('-' + tag) if tag else ''}-{n}.afdump"
+    doc = {
+        "format": DUMP_FORMAT, "version": VERSION, "reason": reason, "error": error,
+        "pid": os.getpid(), "time_ns": time.time_ns(), "mono_ns": time.perf_counter_ns(),
+        "clock_offset_ns": int(clock[0] * 1e9), "clock_error_ns": int(clock[1] * 1e9),
+        "tasks": tasks, "states": states,
+        "units": [{"key": list(k), "rows": rows} for k, rows in sorted(units.items())],
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(_pack(doc))
+    os.replace(tmp, path)  # a reader never sees half a dump
+    return path
+
+
+def load_dump(path: str | os.PathLike) -> dict:
+    """A flight dump file, or the newest dump in a directory."""
+    p = Path(path)
+    if p.is_dir():
+        found = sorted(p.glob("*.afdump"), key=lambda f: f.stat().st_mtime)
+        if not found:
+            raise TraceError(f"{p}: no flight dump (*.afdump) in this directory")
+        p = found[-1]
+    doc = read_stream(p, DUMP_FORMAT)[0]
+    doc["path"] = str(p)
+    doc["tasks"] = {int(k): v for k, v in doc.get("tasks", {}).items()}
+    return doc
