@@ -95,6 +95,10 @@ class TransportError(ActorflowError):
     """A socket, address or codec problem; raised from the underlying cause."""
 
 
+class UnitLost(TransportError):
+    """An execution unit (a unit process) died mid-run; names the unit, machine and signal."""
+
+
 class LaunchError(ActorflowError):
     """flowlaunch could not start, supervise or reach a worker."""
 
