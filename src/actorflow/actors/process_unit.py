@@ -1,0 +1,189 @@
+"""One process unit: the actors of one ``(machine, thrd)`` in their own process.
+
+Started by the node (transport/process_hosting.py) as ``python -m
+actorflow.actors.process_unit`` with a msgpack config on stdin (the plan as plan-file bytes:
+no pickle).  The unit attaches to the node's shared-memory regsts, binds its own ``ipc://``
+inbox and runs one loop on its main thread: messages of its own actors go through the local
+deque; others arrive on the socket (only slot numbers: the data is already in shared memory).
+It reports to the node: HELLO when built, DELIVER for output pieces, ERROR (a KernelError
+as ``to_dict``), DONE when every actor exited.  It dies with the node (PR_SET_PDEATHSIG) and
+ignores SIGINT (the node stops it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+import traceback
+from typing import Any
+
+import msgpack
+import zmq
+
+from actorflow.actors.messages import Msg
+from actorflow.actors.runtime import MachineRuntime
+from actorflow.errors import ActorflowError, KernelError, ProtocolError
+from actorflow.plan.io import plan_from_bytes
+from actorflow.plan.model import Task
+from actorflow.transport import codec
+from actorflow.transport.bus import Outbox, Router
+from actorflow.transport.registry import bind, context
+from actorflow.transport.shm import ShmAttach
+
+CONFIG_VERSION = 1
+
+
+class Stopped(Exception):
+    """The node told this unit to stop."""
+
+
+class ProcessUnit:
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        from actorflow.transport.node import MachineView
+
+        self.machine_id = mid = int(cfg["machine_id"])
+        self.thrd_id = tid = int(cfg["thrd_id"])
+        self.name = f"machine {mid} unit {tid}"
+        self.node_addr = cfg["node_addr"]
+        self.outbox = Outbox(self.name)
+        plan = plan_from_bytes(cfg["plan"], f"<{self.name} config>")
+        view = MachineView(plan, mid)
+        self.alloc = ShmAttach(cfg["run_id"], mid)
+        self.rt = rt = MachineRuntime(plan, [mid], allocator=self.alloc,
+                                      on_deliver=self._deliver, units=[(mid, tid)],
+                                      producer_of=view.producer_of)
+        for t in rt.tasks:  # regsts produced by other units / remote receive buffers
+            for i in t.consumed_ids():
+                if i not in rt.memory:
+                    rt.memory[i] = self.alloc.allocate(view.descs[i])
+        unit_addrs = {(int(m), int(t)): a for m, t, a in cfg["unit_addrs"]}
+        machine_addrs = {int(k): v for k, v in cfg["machine_addrs"].items()}
+        self.router = Router(mid, view.routing, self.outbox, rt.memory, machine_addrs,
+                             unit_addrs)
+        rt.remote_send = self.router.send
+        self.unit = next(iter(rt.units.values())) if rt.units else None
+        self.sock = context().socket(zmq.PULL)
+        self.sock.setsockopt(zmq.RCVHWM, 0)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        bind(self.sock, unit_addrs[(mid, tid)])
+
+    def report(self, kind: int, body: Any, arrays: list | tuple = ()) -> None:
+        self.router.send_to(self.node_addr, kind, body, arrays)
+
+    def _deliver(self, task: Task | None, piece_id: int, arrays: dict) -> None:
+        if task is not None:
+            self.report(codec.DELIVER, [task.task_id, piece_id], list(arrays.items()))
+
+    def run(self) -> None:
+        """Dispatch messages until every actor exited; raises ``Stopped`` on STOP."""
+        unit = self.unit
+        if unit is None:
+            return
+        rt, sock = self.rt, self.sock
+        local, inbox, actors, stream = unit.local, unit.inbox, unit.actors, unit.stream
+        rec = getattr(unit, "rec", None)
+        ppid = os.getppid()
+        while unit.live > 0:
+            if local:
+                msg = local.popleft()
+            elif not inbox.empty():  # commands the runtime queued itself (push_feed)
+                msg = inbox.get_nowait()
+                if not isinstance(msg, Msg):
+                    raise Stopped
+            else:
+                if stream.has_pending():
+                    unit._drain_stream()
+                    wait = 1
+                else:
+                    wait = 200
+                if not sock.poll(wait):
+                    if os.getppid() != ppid:
+                        raise Stopped  # the node is gone
+                    continue
+                head, frames = codec.recv(sock)
+                kind, body, metas = codec.decode_head(head)
+                if kind == codec.STOP:
+                    raise Stopped
+                if kind != codec.MSG:
+                    raise ProtocolError(f"{self.name}: unexpected {codec.KIND_NAMES[kind]}")
+                msg = Msg(*body)
+                if metas:  # a fed piece: the CMD carries its arrays
+                    rt.push_feed(msg.dst, codec.arrays_of(metas, frames))
+                    continue
+            host = actors.get(msg.dst)
+            if host is None:
+                raise ProtocolError(f"{self.name} got {msg!r} for a task it does not host")
+            if rec is not None:
+                rec.recv(msg)
+            unit.execute(host, host.state.handle(msg))
+
+    def wait_stop(self, limit: float = 60.0) -> None:
+        """After an error: keep the process (and its sockets) until the node says stop."""
+        ppid, deadline = os.getppid(), time.monotonic() + limit
+        while time.monotonic() < deadline and os.getppid() == ppid:
+            if self.sock.poll(200):
+                head, _ = codec.recv(self.sock)
+                if codec.decode_head(head)[0] == codec.STOP:
+                    return
+
+    def close(self, flush: bool) -> None:
+        self.sock.close(linger=0)
+        self.outbox.close(linger_ms=5000 if flush else 0)
+        self.alloc.close()
+
+
+def error_body(e: BaseException, where: str) -> dict:
+    if isinstance(e, KernelError):
+        return {"type": "KernelError", "kernel": e.to_dict()}
+    name = type(e).__name__ if isinstance(e, ActorflowError) else "ProtocolError"
+    text = str(e) if isinstance(e, ActorflowError) else f"{type(e).__name__}: {e}"
+    return {"type": name, "message": f"{where}: {text}", "traceback": traceback.format_exc()}
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the unit still exits when its parent pid changes
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    cfg = msgpack.unpackb(sys.stdin.buffer.read(), raw=False, strict_map_key=False)
+    if cfg.get("version") != CONFIG_VERSION:
+        print(f"process unit: config version {cfg.get('version')!r}, expected "
+              f"{CONFIG_VERSION}", file=sys.stderr)
+        return 2
+    where = f"machine {cfg['machine_id']} unit {cfg['thrd_id']}"
+    unit: ProcessUnit | None = None
+    try:
+        unit = ProcessUnit(cfg)
+        unit.report(codec.HELLO, [unit.thrd_id, os.getpid()])
+        unit.run()
+        unit.report(codec.DONE, [unit.thrd_id])
+        unit.close(flush=True)
+        return 0
+    except Stopped:
+        if unit is not None:
+            unit.close(flush=False)
+        return 0
+    except Exception as e:
+        body = error_body(e, where)
+        if unit is None:  # could not even build: tell the node through a fresh socket
+            out = Outbox(where)
+            out.send(cfg["node_addr"], codec.encode(codec.ERROR, body))
+            out.close(linger_ms=2000)
+            return 1
+        unit.report(codec.ERROR, body)
+        unit.wait_stop()
+        unit.close(flush=False)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

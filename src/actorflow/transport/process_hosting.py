@@ -1,0 +1,239 @@
+"""Process units for a MachineNode: each thrd_id of the machine in its own process.
+
+The node creates one shared-memory segment per regst desc of the machine (plus receive
+buffers for remote inputs), spawns ``python -m actorflow.actors.process_unit`` per unit
+with a msgpack config on stdin, and waits for each unit's HELLO.  Units talk to each other
+directly over ``ipc://`` (slot numbers only) and to other machines over their ``tcp://``
+addresses (READY with blobs).  Incoming cross-machine READYs land in this process: their
+blobs are copied into the shared receive buffer, then the header goes on to the unit.
+
+A monitor thread watches the unit processes: one that dies before finishing fails the node
+with ``UnitLost`` naming the unit, machine, pid and signal; ``close`` stops every unit
+(STOP, then SIGKILL after a grace period) and unlinks every segment, on every exit path.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import msgpack
+
+from actorflow import errors
+from actorflow.actors.messages import READY, Msg, cmd
+from actorflow.actors.process_unit import CONFIG_VERSION
+from actorflow.errors import (
+    ActorflowError,
+    KernelError,
+    ProtocolError,
+    TransportError,
+    UnitLost,
+    WaitTimeout,
+)
+from actorflow.plan.io import plan_to_bytes
+from actorflow.transport import codec
+from actorflow.transport.bus import Router
+from actorflow.transport.shm import ShmArena
+
+if TYPE_CHECKING:
+    from actorflow.transport.node import MachineNode
+
+_ERROR_GRACE = 1.0  # s to wait for a unit's ERROR message after it exited with code 1
+
+
+class ProcessHosting:
+    def __init__(self, node: MachineNode) -> None:
+        view = node.view
+        self.node = node
+        self.view = view
+        self.mid = view.machine_id
+        self.tmpdir = tempfile.mkdtemp(prefix="actorflow-")
+        self.node_ipc = f"ipc://{self.tmpdir}/node.ipc"
+        self.unit_addrs = {k: f"ipc://{self.tmpdir}/u{k[1]}.ipc" for k in view.units}
+        self.arena = ShmArena(node.run_id, self.mid)
+        try:
+            for t in view.tasks:
+                for d in t.produced.values():
+                    self.arena.create(d)
+            for d in view.remote_descs.values():
+                self.arena.create(d)
+        except BaseException:
+            self._cleanup_files()
+            raise
+        self.router = Router(self.mid, view.routing, node.outbox, self.arena.memory,
+                             unit_addrs=self.unit_addrs)
+        self.procs: dict[tuple[int, int], subprocess.Popen] = {}
+        self._cond = threading.Condition()
+        self.hello: set[int] = set()
+        self.done: set[int] = set()
+        self._all_done = threading.Event()
+        if not view.units:
+            self._all_done.set()
+        self._closing = False
+        self._monitor: threading.Thread | None = None
+
+    def extra_binds(self) -> list[str]:
+        return [self.node_ipc]
+
+    @property
+    def error(self) -> BaseException | None:
+        return None  # the node holds the error (units report to it)
+
+    def unit_label(self, key: tuple[int, int]) -> str:
+        p = self.procs.get(key)
+        pid = f", pid {p.pid}" if p is not None else ""
+        return f"unit process m{key[0]}-t{key[1]} (machine {key[0]}, thrd {key[1]}{pid})"
+
+    # -- start -------------------------------------------------------------------------
+    def start(self) -> None:
+        base = {
+            "version": CONFIG_VERSION, "plan": plan_to_bytes(self.view.plan),
+            "machine_id": self.mid, "run_id": self.node.run_id, "node_addr": self.node_ipc,
+            "unit_addrs": [[m, t, a] for (m, t), a in self.unit_addrs.items()],
+            "machine_addrs": {str(k): v for k, v in self.node.machine_addrs.items()},
+        }
+        for key in self.view.units:
+            p = subprocess.Popen([sys.executable, "-m", "actorflow.actors.process_unit"],
+                                 stdin=subprocess.PIPE)
+            self.procs[key] = p
+            assert p.stdin is not None
+            p.stdin.write(msgpack.packb({**base, "thrd_id": key[1]}, use_bin_type=True))
+            p.stdin.close()
+        self._monitor = threading.Thread(target=self._watch, daemon=True,
+                                         name=f"actorflow-m{self.mid}-units")
+        self._monitor.start()
+        deadline = time.monotonic() + self.node.timeout
+        with self._cond:
+            while len(self.hello) < len(self.procs) and self.node.error is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    missing = [self.unit_label(k) for k in self.procs if k[1] not in self.hello]
+                    raise WaitTimeout(f"machine {self.mid}: waited {self.node.timeout:.1f}s "
+                                      f"for unit processes to start: {', '.join(missing)}")
+                self._cond.wait(min(left, 0.1))
+        if self.node.error is not None:
+            raise self.node.error
+
+    # -- messages ------------------------------------------------------------------------
+    def command(self, msg: Msg) -> None:
+        self.router.send(msg)
+
+    def push_feed(self, task_id: int, arrays: dict) -> None:
+        addr, _ = self.router.where(task_id)
+        self.router.send_to(addr, codec.MSG, cmd(task_id, "feed").header(),
+                            list(arrays.items()))
+
+    def incoming(self, msg: Msg, metas: list | None, frames: list) -> None:
+        if metas:
+            slots = self.arena.memory.get(msg.regst_desc_id)
+            if msg.type != READY or slots is None or not 0 <= msg.slot < len(slots):
+                raise TransportError(f"machine {self.mid}: {msg!r} carries blobs but has no "
+                                     "receive buffer here")
+            codec.copy_into(metas, frames, slots[msg.slot],
+                            f"machine {self.mid}: regst desc {msg.regst_desc_id}")
+        self.router.send(msg)  # on to the unit process: header only
+
+    def unit_message(self, kind: int, body: Any, metas: list | None, frames: list) -> None:
+        if kind == codec.DELIVER:
+            if self.node.on_deliver is not None:
+                task = self.view.plan.task(int(body[0]))
+                self.node.on_deliver(task, int(body[1]), codec.arrays_of(metas, frames))
+        elif kind in (codec.HELLO, codec.DONE):
+            with self._cond:
+                (self.hello if kind == codec.HELLO else self.done).add(int(body[0]))
+                if len(self.done) == len(self.view.units):
+                    self._all_done.set()
+                self._cond.notify_all()
+        elif kind == codec.ERROR:
+            self.node.fail(error_from_body(body))
+        else:
+            raise ProtocolError(f"machine {self.mid}: unexpected {codec.KIND_NAMES[kind]}")
+
+    # -- failure / end -------------------------------------------------------------------
+    def _watch(self) -> None:
+        reported: set[tuple[int, int]] = set()
+        while not self._closing and len(reported) < len(self.procs):
+            for key, p in self.procs.items():
+                rc = p.poll()
+                if rc is None or key in reported:
+                    continue
+                reported.add(key)
+                if rc == 0 and key[1] in self.done:
+                    continue
+                if rc == 0:  # exited cleanly: its DONE is on its way (or it was stopped)
+                    continue
+                if rc == 1:  # it reported an error: give the message a moment to arrive
+                    end = time.monotonic() + _ERROR_GRACE
+                    while self.node.error is None and time.monotonic() < end:
+                        time.sleep(0.02)
+                    if self.node.error is not None:
+                        continue
+                how = (f"was killed by {signal.Signals(-rc).name}" if rc < 0 else
+                       f"exited with code {rc}")
+                self.node.fail(UnitLost(f"machine {self.mid}: {self.unit_label(key)} {how} "
+                                        "before its actors finished"))
+            time.sleep(0.05)
+
+    def stop(self, error: BaseException) -> None:
+        for addr in self.unit_addrs.values():
+            try:
+                self.router.send_to(addr, codec.STOP, None)
+            except ActorflowError:
+                pass
+        self._all_done.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait(self, timeout: float) -> bool:
+        return self._all_done.wait(timeout)
+
+    def describe_live(self) -> str:
+        live = [self.unit_label(k) for k in self.view.units if k[1] not in self.done]
+        return "unfinished " + ", ".join(live) if live else "every unit finished"
+
+    def close(self, timeout: float) -> None:
+        self._closing = True
+        try:
+            if any(p.poll() is None for p in self.procs.values()):
+                self.stop(TransportError("closing"))
+            deadline = time.monotonic() + min(timeout, 3.0)
+            for p in self.procs.values():
+                try:
+                    p.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            for p in self.procs.values():
+                p.wait()
+            if self._monitor is not None:
+                self._monitor.join(timeout)
+        finally:
+            self._cleanup_files()
+
+    def _cleanup_files(self) -> None:
+        self.arena.unlink()
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def error_from_body(body: dict) -> ActorflowError:
+    """Rebuild a unit's error: KernelError from its dict, others by class name."""
+    if body.get("type") == "KernelError":
+        return KernelError.from_dict(body["kernel"])
+    cls = getattr(errors, str(body.get("type")), None)
+    if not (isinstance(cls, type) and issubclass(cls, ActorflowError)) or cls is KernelError:
+        cls = ProtocolError
+    return cls(str(body.get("message", "unit failed")))
+
+
+def _register() -> None:
+    from actorflow.transport.node import register_unit_kind
+
+    register_unit_kind("process", ProcessHosting)
+
+
+_register()

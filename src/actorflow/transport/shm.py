@@ -1,0 +1,166 @@
+"""Shared-memory regsts for process units: one segment per regst desc, ``register_num`` slots.
+
+The node creates every segment of its machine once (``ShmArena``) before any unit process
+starts; units attach by name (``ShmAttach``, an allocator for ``MachineRuntime``) and never
+unlink.  Only slot numbers travel between processes.  Names are
+``actorflow<run_id>_m<machine>_d<desc>`` so ``cleanup_run(run_id)`` (the node on every exit
+path, the launcher after a killed worker) finds and unlinks them by prefix.
+
+POSIX shared memory on Linux is a file in /dev/shm; we open it there directly instead of
+``multiprocessing.shared_memory`` because Python 3.11's resource tracker would unlink
+segments when an attaching unit exits.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Any
+
+import numpy as np
+
+from actorflow.errors import TransportError
+from actorflow.plan.model import RegstDesc
+
+SHM_DIR = "/dev/shm"
+PREFIX = "actorflow"
+_ALIGN = 64
+
+
+def run_prefix(run_id: str) -> str:
+    return f"{PREFIX}{run_id}_"
+
+
+def segment_name(run_id: str, machine_id: int, desc_id: int) -> str:
+    return f"{run_prefix(run_id)}m{machine_id}_d{desc_id}"
+
+
+def _layout(desc: RegstDesc) -> tuple[list[tuple[str, int, tuple, str]], int]:
+    """Blob offsets inside one slot (64-byte aligned) and the slot size."""
+    off, out = 0, []
+    for name, b in desc.blobs.items():
+        out.append((name, off, b.shape, b.dtype))
+        off += -(-b.nbytes() // _ALIGN) * _ALIGN
+    return out, max(off, _ALIGN)
+
+
+def _views(mm: mmap.mmap, desc: RegstDesc) -> list[dict[str, np.ndarray]]:
+    layout, slot_bytes = _layout(desc)
+    slots = []
+    for s in range(desc.register_num):
+        base = s * slot_bytes
+        slots.append({
+            name: np.frombuffer(mm, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)),
+                                offset=base + off).reshape(shape)
+            for name, off, shape, dtype in layout})
+    return slots
+
+
+def _open(name: str, create: bool, size: int = 0) -> mmap.mmap:
+    path = os.path.join(SHM_DIR, name)
+    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as e:
+        what = "create" if create else "attach to"
+        raise TransportError(f"cannot {what} shared-memory segment {path}: "
+                             f"{e.strerror or e}") from e
+    try:
+        if create:
+            os.ftruncate(fd, size)
+        else:
+            size = os.fstat(fd).st_size
+        return mmap.mmap(fd, size)
+    except OSError as e:
+        if create:
+            os.unlink(path)
+        raise TransportError(f"cannot map shared-memory segment {path} ({size} bytes): "
+                             f"{e.strerror or e}") from e
+    finally:
+        os.close(fd)
+
+
+def desc_bytes(desc: RegstDesc) -> int:
+    return _layout(desc)[1] * desc.register_num
+
+
+class ShmArena:
+    """Creates (and later unlinks) the segments of one machine's regst descs."""
+
+    def __init__(self, run_id: str, machine_id: int) -> None:
+        self.run_id = run_id
+        self.machine_id = machine_id
+        self.names: list[str] = []
+        self.maps: dict[int, mmap.mmap] = {}
+        self.memory: dict[int, list[dict[str, np.ndarray]]] = {}
+
+    def create(self, desc: RegstDesc) -> list[dict[str, np.ndarray]]:
+        if not desc.blobs:
+            return [{} for _ in range(desc.register_num)]
+        name = segment_name(self.run_id, self.machine_id, desc.regst_desc_id)
+        mm = _open(name, True, desc_bytes(desc))
+        self.names.append(name)
+        self.maps[desc.regst_desc_id] = mm
+        self.memory[desc.regst_desc_id] = _views(mm, desc)
+        return self.memory[desc.regst_desc_id]
+
+    def unlink(self) -> None:
+        """Unlink every segment (units that still map them keep their pages until exit)."""
+        for name in self.names:
+            try:
+                os.unlink(os.path.join(SHM_DIR, name))
+            except FileNotFoundError:
+                pass
+        self.names = []
+        self.memory.clear()
+        maps, self.maps = self.maps, {}
+        for mm in maps.values():
+            try:
+                mm.close()
+            except BufferError:
+                pass  # a view is still referenced; the map closes when it is collected
+
+
+class ShmAttach:
+    """Allocator for a unit process: attach to the node's segment of each regst desc."""
+
+    def __init__(self, run_id: str, machine_id: int) -> None:
+        self.run_id = run_id
+        self.machine_id = machine_id
+        self._maps: list[mmap.mmap] = []
+
+    def allocate(self, desc: RegstDesc) -> list[dict[str, Any]]:
+        if not desc.blobs:
+            return [{} for _ in range(desc.register_num)]
+        mm = _open(segment_name(self.run_id, self.machine_id, desc.regst_desc_id), False)
+        if len(mm) < desc_bytes(desc):
+            raise TransportError(f"shared-memory segment of regst desc {desc.regst_desc_id} "
+                                 f"has {len(mm)} bytes, expected {desc_bytes(desc)}")
+        self._maps.append(mm)
+        return _views(mm, desc)
+
+    def close(self) -> None:
+        self._maps = []  # views may still be referenced; maps close when collected
+
+
+def list_run_segments(run_id: str | None = None) -> list[str]:
+    """Segments in /dev/shm of ``run_id`` (or of any actorflow run)."""
+    prefix = run_prefix(run_id) if run_id else PREFIX
+    try:
+        return sorted(n for n in os.listdir(SHM_DIR) if n.startswith(prefix))
+    except OSError:
+        return []
+
+
+def cleanup_run(run_id: str) -> list[str]:
+    """Unlink every segment of ``run_id``; returns the names removed (launcher cleanup)."""
+    if not run_id:
+        raise ValueError("cleanup_run needs a run id (refusing to remove every actorflow run)")
+    removed = []
+    for name in list_run_segments(run_id):
+        try:
+            os.unlink(os.path.join(SHM_DIR, name))
+            removed.append(name)
+        except FileNotFoundError:
+            pass
+    return removed
