@@ -105,3 +105,7 @@ class LaunchError(ActorflowError):
 
 class TraceError(ActorflowError):
     """A trace file or trace directory that cannot be read or is inconsistent."""
+
+
+class StallError(WaitTimeout):
+    """The watchdog saw no progress for ``stall_timeout`` seconds; names the stuck actors."""

@@ -10,7 +10,9 @@ Leaving the ``with`` block closes the inputs so the EORD cascade drains every ac
 
 from __future__ import annotations
 
+import os
 import queue
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -20,6 +22,7 @@ import numpy as np
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.errors import ActorflowError, SessionClosed, WaitTimeout
 from actorflow.plan.model import Plan, Task
+from actorflow.trace.diagnostics import Diagnostics
 
 _WAKE = object()
 
@@ -34,9 +37,20 @@ class Session:
         timeout: float = 60.0,
         recorder: Any = None,
         validate: bool = True,
+        trace: str | os.PathLike | None = None,
+        stall_timeout: float | None = None,
+        flight: bool = True,
     ) -> None:
+        """``trace=DIR`` records every event to DIR (``flowlaunch trace ...`` reads it);
+        the flight recorder (last 1024 events per unit) is always on unless ``flight=False``
+        and is dumped when the run fails, stalls or gets SIGUSR1; ``stall_timeout`` starts
+        a watchdog that fails a run in which no actor progressed for that many seconds."""
         if validate:
             plan.validate()
+        self.diagnostics = Diagnostics(plan, trace=trace, stall_timeout=stall_timeout,
+                                       flight=flight and recorder is None)
+        if recorder is None:
+            recorder = self.diagnostics.recorder
         self.plan = plan
         self.timeout = timeout
         self.inputs: dict[str, Task] = plan.input_tasks()
@@ -48,6 +62,8 @@ class Session:
         self._sources_started = False
         self._closed = False
         self.runtime = self._make_runtime(plan, recorder)
+        self.diagnostics.attach(getattr(self.runtime, "actor_states", list),
+                                getattr(self.runtime, "fail", None))
         self.runtime.start()
 
     def _make_runtime(self, plan: Plan, recorder: Any) -> Any:
@@ -136,6 +152,7 @@ class Session:
                 if item is not _WAKE:
                     items.append(item[1])
             results[name] = items
+        self.diagnostics.close()
         self.runtime.join()
         return results
 
@@ -150,9 +167,11 @@ class Session:
             try:
                 self.runtime.wait_exited(self.timeout)
             finally:
+                self.diagnostics.close(self.runtime.error or sys.exc_info()[1])
                 self.runtime.join()
         else:
             self._closed = True
+            self.diagnostics.close(self.runtime.error)
             self.runtime.join()
         if self.runtime.error is not None:
             raise self.runtime.error

@@ -64,7 +64,7 @@ class TraceWriter:
         self.path = path
         self.machine_id = machine_id
         self.rows = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a SIGUSR1 dump may interrupt a write on this thread
         self._clock = (clock_offset, clock_error)
         try:
             self._f = open(path, "wb")  # closed in close()

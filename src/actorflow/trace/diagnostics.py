@@ -1,0 +1,185 @@
+"""What a runtime's owner (Session, worker) attaches for debugging: recorder, watchdog, signal.
+
+    diag = Diagnostics(plan, trace=DIR, stall_timeout=5.0)   # before building the runtime
+    runtime = MachineRuntime(plan, recorder=diag.recorder, ...)
+    diag.attach(runtime.actor_states, runtime.fail)          # starts the watchdog
+    ...
+    diag.close(runtime.error)                                # dumps on failure, flushes
+
+It only takes callables, so this package still imports nothing of the runtime:
+``states()`` returns every actor's ``blocked_on()`` dict, ``fail(exc)`` stops the run.
+
+* flight recorder: always on unless ``flight=False`` (then no recorder calls at all);
+* watchdog: when no event was recorded (or, with no recorder, no act started) for
+  ``stall_timeout`` seconds while some actor has unfinished work, it dumps, explains the
+  hang in one sentence (``whystuck``) and fails the run with ``StallError``; a kernel
+  that legitimately runs longer than ``stall_timeout`` counts as a stall, so set it above
+  your slowest act;
+* SIGUSR1: dumps every live Diagnostics of the process (main thread installs only).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from actorflow.errors import StallError
+from actorflow.trace.recorder import Recorder
+from actorflow.trace.tracefile import plan_info
+from actorflow.trace.whystuck import StuckReport, analyze
+
+StatesFn = Callable[[], list[dict]]
+FailFn = Callable[[BaseException], None]
+
+_LIVE: list[Diagnostics] = []
+_LIVE_LOCK = threading.Lock()
+_PREV_HANDLER: Any = None
+
+
+class Diagnostics:
+    def __init__(self, plan: Any, *, trace: str | os.PathLike | None = None,
+                 flight: bool = True, stall_timeout: float | None = None,
+                 dump_dir: str | os.PathLike | None = None, clock_offset: float = 0.0,
+                 clock_error: float = 0.0, tag: str = "") -> None:
+        if stall_timeout is not None and stall_timeout <= 0:
+            raise ValueError(f"stall_timeout must be > 0 seconds, got {stall_timeout}")
+        self.plan = plan
+        self.stall_timeout = stall_timeout
+        self.recorder: Recorder | None = None
+        if trace is not None or flight:
+            self.recorder = Recorder(plan, trace_dir=trace, clock_offset=clock_offset,
+                                     clock_error=clock_error, tag=tag, dump_dir=dump_dir)
+        self.dump_dir = Path(dump_dir) if dump_dir is not None else None
+        self.tasks = plan_info(plan)
+        self.dumps: list[Path] = []
+        self.stall: StuckReport | None = None
+        self._states: StatesFn | None = None
+        self._fail: FailFn | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failure_dumped = False
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def attach(self, states: StatesFn, fail: FailFn | None) -> None:
+        self._states, self._fail = states, fail
+        if self.stall_timeout is not None:
+            self._thread = threading.Thread(target=self._watch, name="actorflow-watchdog",
+                                            daemon=True)
+            self._thread.start()
+        _register(self)
+
+    def close(self, error: BaseException | None = None) -> None:
+        """Stop the watchdog; dump the flight recorder if the run failed; flush the trace."""
+        self._stop.set()
+        _unregister(self)
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(5.0)
+        if error is not None and not self._failure_dumped and not isinstance(error, StallError):
+            self.dump_failure(error)
+        if self.recorder is not None:
+            self.recorder.close()
+
+    # -- dumps -------------------------------------------------------------------------
+    def dump(self, reason: str, error: str = "") -> Path | None:
+        if self.recorder is None or self._states is None:
+            return None
+        path = self.recorder.dump(reason, _safe_states(self._states), error)
+        self.dumps.append(path)
+        return path
+
+    def dump_failure(self, error: BaseException) -> Path | None:
+        self._failure_dumped = True
+        path = self.dump("failed", str(error).splitlines()[0] if str(error) else repr(error))
+        if path is not None:
+            print(f"actorflow: run failed; flight recorder dumped to {path}", file=sys.stderr)
+        return path
+
+    # -- watchdog ----------------------------------------------------------------------
+    def _progress(self) -> int:
+        if self.recorder is not None:
+            return self.recorder.last_event_ns()
+        return sum(s.get("acts", 0) for s in _safe_states(self._states))
+
+    def _watch(self) -> None:
+        assert self.stall_timeout is not None and self._states is not None
+        period = min(max(self.stall_timeout / 5.0, 0.02), 1.0)
+        last, since = self._progress(), time.monotonic()
+        while not self._stop.wait(period):
+            now, p = time.monotonic(), self._progress()
+            if p != last:
+                last, since = p, now
+                continue
+            if now - since < self.stall_timeout:
+                continue
+            states = _safe_states(self._states)
+            report = analyze(states, self.tasks)
+            if not report.pending:
+                since = now  # idle, waiting for the client: not a stall
+                continue
+            self._stall(report, now - since)
+            return
+
+    def _stall(self, report: StuckReport, idle: float) -> None:
+        self.stall = report
+        path = self.dump("stalled", report.sentence)
+        where = f"; flight recorder dumped to {path}" if path else ""
+        err = StallError(f"watchdog: no actor made progress for {idle:.1f}s "
+                         f"(stall_timeout={self.stall_timeout}s); {report.sentence}{where}")
+        err.report = report
+        err.dump_path = str(path) if path else None
+        print(f"actorflow: {err}", file=sys.stderr)
+        if self._fail is not None:
+            self._fail(err)
+
+
+def _safe_states(states: StatesFn | None) -> list[dict]:
+    """Actor states read from another thread: retry if a unit mutated them meanwhile."""
+    if states is None:
+        return []
+    for _ in range(50):
+        try:
+            return states()
+        except RuntimeError:
+            time.sleep(0.001)
+    return states()
+
+
+# -- SIGUSR1: dump every live Diagnostics of this process -----------------------------------
+def _on_sigusr1(signum: int, frame: Any) -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for d in live:  # a signal handler runs between bytecodes of the main thread: keep it short
+        path = d.dump("sigusr1")
+        if path is not None:
+            print(f"actorflow: SIGUSR1: state dumped to {path}", file=sys.stderr)
+
+
+def _register(d: Diagnostics) -> None:
+    global _PREV_HANDLER
+    with _LIVE_LOCK:
+        _LIVE.append(d)
+        first = len(_LIVE) == 1
+    if first and threading.current_thread() is threading.main_thread() and hasattr(
+            signal, "SIGUSR1"):
+        try:
+            _PREV_HANDLER = signal.signal(signal.SIGUSR1, _on_sigusr1)
+        except ValueError:  # not the main interpreter
+            _PREV_HANDLER = None
+
+
+def _unregister(d: Diagnostics) -> None:
+    global _PREV_HANDLER
+    with _LIVE_LOCK:
+        if d in _LIVE:
+            _LIVE.remove(d)
+        last = not _LIVE
+    if last and _PREV_HANDLER is not None and (
+            threading.current_thread() is threading.main_thread()):
+        signal.signal(signal.SIGUSR1, _PREV_HANDLER)
+        _PREV_HANDLER = None
