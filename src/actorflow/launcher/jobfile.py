@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from actorflow.errors import LaunchError, PlanLoadError
 from actorflow.plan.io import load_plan
@@ -19,6 +21,8 @@ from actorflow.plan.model import Plan
 
 def load_module(path: Path) -> ModuleType:
     name = f"_actorflow_job_{abs(hash(str(path.resolve())))}"
+    if name in sys.modules:  # load once: build_plan and check() share one module
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise LaunchError(f"{path}: cannot import as a Python job file")
@@ -27,6 +31,7 @@ def load_module(path: Path) -> ModuleType:
     try:
         spec.loader.exec_module(mod)
     except Exception as e:
+        sys.modules.pop(name, None)
         raise LaunchError(f"{path}: importing the job file failed: {type(e).__name__}: {e}") from e
     return mod
 
@@ -48,3 +53,23 @@ def load_target(path: str | Path, machines: int = 1) -> Plan:
         plan.validate()
         return plan
     return load_plan(path)
+
+
+def runnable_check(plan: Plan, source: str | Path) -> None:
+    """Reject, in one line, a plan flowlaunch cannot drive: it needs sources, not inputs."""
+    inputs = sorted(plan.input_tasks())
+    if inputs:
+        raise LaunchError(
+            f"{source}: the plan has input tasks {inputs} fed by a client; flowlaunch runs "
+            "source-driven plans (feed inputs from Python with actorflow.Session)")
+    if not plan.tasks_by_type("source"):
+        raise LaunchError(f"{source}: the plan has no source task, so nothing would run")
+
+
+def job_check(path: str | Path) -> Callable[[Any], Any] | None:
+    """The job file's optional ``check(outputs)`` hook (None for .plan files or no hook)."""
+    path = Path(path)
+    if path.suffix != ".py":
+        return None
+    fn = getattr(load_module(path), "check", None)
+    return fn if callable(fn) else None

@@ -1,0 +1,49 @@
+"""``flowlaunch sim``: the whole cluster as local worker processes over loopback tcp."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from actorflow.errors import LaunchError
+from actorflow.launcher.launch import Cluster, add_run_options, run_cluster
+from actorflow.launcher.ports import check_port_free, free_port
+from actorflow.launcher.rankenv import check_port
+
+EPILOG = """\
+examples:
+  flowlaunch sim examples/sample_pipeline.py --machines 2
+  flowlaunch sim job.plan --machines 3 --unit process --pieces 100 --out out.npz
+  flowlaunch sim examples/sample_pipeline.py --machines 2 --json --log-dir logs/
+
+Each machine is one `flowlaunch worker` process (rank 0 hosts the master); machines talk
+over tcp on 127.0.0.1.  Output pieces are collected by the master; a job file's
+check(outputs) hook, when present, compares them with numpy.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sim", help="simulate N machines as local processes over loopback tcp",
+                       description="Run a plan on N simulated machines on this host.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--machines", type=int, default=1, help="number of machines (default 1)")
+    p.add_argument("--master-port", type=int, default=0,
+                   help="the master's port on 127.0.0.1 (default 0: a free port)")
+    add_run_options(p)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.machines < 1:
+        raise LaunchError(f"--machines must be at least 1, got {args.machines}")
+    port = check_port(args.master_port, "--master-port")
+    if port == 0:
+        port = free_port("127.0.0.1")
+    else:
+        check_port_free("127.0.0.1", port)
+
+    def local(rank: int, host: str, wargs: list[str], env: dict) -> tuple[list[str], dict]:
+        return [sys.executable, "-m", "actorflow.launcher.cli", *wargs], env
+
+    cluster = Cluster(["127.0.0.1"] * args.machines, "127.0.0.1", port, local)
+    return run_cluster(args, cluster)

@@ -1,0 +1,149 @@
+"""Run a plan on a cluster of workers: what ``flowlaunch sim`` and ``flowlaunch run`` share.
+
+The launcher loads the plan once itself (so a bad plan fails here, in one line, before any
+process starts), starts one ``flowlaunch worker`` per machine through a *spawner* (a local
+process, or ssh), watches them with a RunLoop and the master through a Monitor, then saves
+``--out``, runs the job's ``check(outputs)`` and prints the summary (or ``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from actorflow.errors import LaunchError
+from actorflow.launcher.jobfile import job_check, load_target, runnable_check
+from actorflow.launcher.monitor import Monitor
+from actorflow.launcher.outputs import outputs_from_results, run_check, save_outputs
+from actorflow.launcher.report import summary_json
+from actorflow.launcher.run_loop import RunLoop
+from actorflow.launcher.supervisor import Supervisor
+
+# spawner(rank, host, worker_args, env) -> (argv, env) of the local process to start
+Spawner = Callable[[int, str, list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
+
+
+@dataclass
+class Cluster:
+    hosts: list[str]        # one per rank
+    master_host: str
+    master_port: int
+    spawner: Spawner
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by ``sim`` and ``run``."""
+    p.add_argument("plan", help="a .plan file, or a Python job file defining build_plan(machines)")
+    p.add_argument("--unit", choices=["thread", "process"], default="thread",
+                   help="execution unit per thrd_id inside each machine (default: thread)")
+    p.add_argument("--pieces", type=int, help="override the sources' piece count")
+    p.add_argument("--out", help="save output pieces to this .npz (np.savez, no pickle)")
+    p.add_argument("--log-dir", help="write one log file per rank here (rank<N>.log)")
+    p.add_argument("--json", action="store_true",
+                   help="print the summary as ONE JSON object on stdout (logs go to stderr)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--grace", type=float, default=2.0,
+                   help="seconds between SIGTERM and SIGKILL on teardown (default 2)")
+    p.add_argument("--timeout", type=float, default=0.0,
+                   help="fail the run after this many seconds (default: no limit)")
+    p.add_argument("--heartbeat-timeout", type=float, default=2.0,
+                   help="seconds without heartbeat before a machine is declared lost "
+                        "(default 2)")
+    p.add_argument("--join-timeout", type=float, default=60.0,
+                   help="seconds for every worker to join the master (default 60)")
+
+
+def load_checked(target: str, machines: int):
+    plan = load_target(target, machines)
+    if plan.machines.count > machines:
+        raise LaunchError(f"{target}: the plan is for {plan.machines.count} machines but only "
+                          f"{machines} were given (use {plan.machines.count} machines)")
+    runnable_check(plan, target)
+    return plan
+
+
+def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
+    n = len(cluster.hosts)
+    plan = load_checked(args.plan, n)
+    check = job_check(args.plan)
+    run_id = secrets.token_hex(4)
+    console = sys.stderr if args.json else sys.stdout
+    sup = Supervisor(args.log_dir, console, args.grace)
+    master = f"{cluster.master_host}:{cluster.master_port}"
+    try:
+        for rank, host in enumerate(cluster.hosts):
+            wargs = ["worker", "--rank", str(rank), "--world-size", str(n), "--master", master,
+                     "--unit", args.unit, "--run-id", run_id,
+                     "--heartbeat-timeout", str(args.heartbeat_timeout),
+                     "--join-timeout", str(args.join_timeout),
+                     "--connect-timeout", str(args.join_timeout)]
+            if rank == 0:
+                wargs.insert(1, str(Path(args.plan).resolve()))
+            if args.pieces is not None:
+                wargs += ["--pieces", str(args.pieces)]
+            env = dict(os.environ, ACTORFLOW_RUN_ID=run_id, PYTHONUNBUFFERED="1")
+            argv, env = cluster.spawner(rank, host, wargs, env)
+            sup.spawn(rank, host, argv, env)
+        monitor = Monitor(cluster.master_host, cluster.master_port, n, sys.stderr,
+                          show_progress=not args.quiet)
+        loop = RunLoop(sup, monitor, timeout=args.timeout)
+        code = loop.run()
+    finally:
+        sup.teardown()
+        _unlink_shm(run_id)
+    final = monitor.final
+    if code == 0 and final is None:
+        print("flowlaunch: run failed: rank 0 exited without sending the final summary",
+              file=sys.stderr)
+        code = 1
+    summary = dict(final["summary"]) if final else {}
+    extra: dict = {"ok": code == 0, "job": plan.job.name, "machines_count": n,
+                   "run_id": run_id, "exit_code": code}
+    if code == 0 and final is not None:
+        outputs = outputs_from_results(final.get("results", {}))
+        if args.out:
+            save_outputs(args.out, outputs)
+            extra["out"] = str(args.out)
+        if check is not None:
+            ok, line = run_check(check, outputs)
+            extra["check"] = line
+            if not ok:
+                code = 1
+                extra.update(ok=False, exit_code=1)
+    if args.json:
+        print(summary_json(summary, sup.children, extra))
+    elif code == 0 or final is not None:
+        print(_summary_line(plan.job.name, n, summary, extra), file=sys.stdout)
+    return code
+
+
+def _summary_line(job: str, n: int, summary: dict, extra: dict) -> str:
+    line = (f"{job}: {summary.get('pieces', 0)} pieces on {n} machine{'s' * (n > 1)} in "
+            f"{summary.get('wall_seconds', 0.0):.2f}s "
+            f"({summary.get('pieces_per_second', 0.0):.1f} pieces/s)")
+    if "check" in extra:
+        line += f"; {extra['check']}"
+    if "out" in extra:
+        line += f"; outputs saved to {extra['out']}"
+    if not extra.get("ok"):
+        line += "; FAILED"
+    return line
+
+
+def _unlink_shm(run_id: str) -> None:
+    """Shared memory of this run that a killed worker could not unlink."""
+    try:
+        names = os.listdir("/dev/shm")
+    except OSError:
+        return
+    for name in names:
+        if name.startswith("actorflow") and run_id in name:
+            try:
+                os.unlink(os.path.join("/dev/shm", name))
+            except OSError:
+                pass

@@ -1,0 +1,405 @@
+"""The control plane's master (rank 0): rendezvous, plan distribution, supervision.
+
+One thread owns one ZeroMQ ROUTER socket at ``MASTER_ADDR:MASTER_PORT``.  Workers (and an
+optional monitor, the launcher) talk to it with msgpack messages (``wire.py``):
+
+    sync      -> sync            NTP-style clock exchange (``clock.py``), before hello
+    hello     -> plan | reject   rank, world size, host, pid, clock offset; the plan (this
+                                 machine's tasks + routing table) once every rank joined
+    addr      -> peers           data-plane address; every machine's address once all sent
+    ready     -> start           a barrier: sources start only when every machine is ready
+    kv_set/kv_get, barrier       key-value store and named barriers for workers
+    hb        <-> hb             heartbeats both ways; a rank silent for ``heartbeat_timeout``
+                                 seconds is declared lost and the run aborted
+    result, error, done          output pieces, the first error (the root cause), completion
+    -> shutdown | abort, bye     orderly end, or abort after a failure
+    watch     -> progress, final the monitor's feed: progress lines and the final summary
+
+``clock_offsets`` holds, per machine, master clock minus worker clock (seconds).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq
+
+from actorflow.errors import LaunchError, WaitTimeout
+from actorflow.launcher import wire
+from actorflow.launcher.ports import resolve
+from actorflow.plan.io import plan_to_bytes
+from actorflow.plan.model import Plan
+
+HEARTBEAT_EVERY = 0.5
+
+
+@dataclass
+class RankInfo:
+    rank: int
+    ident: bytes
+    host: str
+    pid: int
+    last_seen: float
+    status: str = "joined"  # joined, ready, running, done, failed, lost, aborted, bye
+    addr: str = ""
+    pieces: int = 0
+    clock: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        return {"rank": self.rank, "host": self.host, "pid": self.pid, "status": self.status,
+                "pieces": self.pieces, "clock_offset": self.clock.get("offset", 0.0)}
+
+
+class ControlMaster:
+    """Rank 0's control server; ``start()`` binds and runs it on a thread."""
+
+    def __init__(self, world_size: int, plan: Plan | Callable[[int], Plan] | None,
+                 host: str, port: int, *, run_id: str = "", pieces: int | None = None,
+                 heartbeat_timeout: float = 2.0, join_timeout: float = 60.0,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.world_size = world_size
+        self.host, self.port = host, port
+        self.run_id = run_id
+        self.pieces = pieces
+        self.heartbeat_timeout = heartbeat_timeout
+        self.join_timeout = join_timeout
+        self.log = log or (lambda s: None)
+        self.setup_error = ""
+        self.plan: Plan | None = None
+        try:
+            self.plan = plan(world_size) if callable(plan) else plan
+            if self.plan is not None and self.plan.machines.count > world_size:
+                raise LaunchError(
+                    f"the plan is for {self.plan.machines.count} machines but the cluster has "
+                    f"{world_size} (pass --machines/--world-size {self.plan.machines.count})")
+        except Exception as e:  # reported to every worker at hello, so nobody waits
+            self.setup_error = f"rank 0 could not load the plan: {e}".splitlines()[0]
+        self.ranks: dict[int, RankInfo] = {}
+        self.by_ident: dict[bytes, int] = {}
+        self.monitors: set[bytes] = set()
+        self.kv: dict[str, Any] = {}
+        self.kv_waiters: list[tuple[bytes, str, float]] = []
+        self.barriers: dict[str, set[int]] = {}
+        self.results: dict[str, dict[int, dict]] = {}
+        self.error: dict | None = None
+        self.phase = "join"
+        self.t_start = time.monotonic()
+        self.t_run = 0.0
+        self.t_end = 0.0
+        self.finished = threading.Event()
+        self._ctx = zmq.Context()
+        self._sock = self._ctx.socket(zmq.ROUTER)
+        self._sock.linger = 2000
+        self._thread: threading.Thread | None = None
+        self._last_hb = 0.0
+        self._last_progress = 0.0
+        self._final_acked = False
+
+    # -- public --------------------------------------------------------------------------
+    @property
+    def clock_offsets(self) -> dict[int, float]:
+        """machine id -> (master clock - that machine's clock), seconds."""
+        return {r: i.clock.get("offset", 0.0) for r, i in sorted(self.ranks.items())}
+
+    def start(self) -> str:
+        addr = f"tcp://{resolve(self.host)}:{self.port}"
+        try:
+            self._sock.bind(addr)
+        except zmq.ZMQError as e:
+            self._sock.close(0)
+            self._ctx.term()
+            if e.errno == zmq.EADDRINUSE:
+                raise LaunchError(f"master port {self.port} on {self.host} is already in use; "
+                                  "choose another --master-port (0 picks a free one)") from e
+            raise LaunchError(f"rank 0 cannot bind the master at {addr}: {e} (MASTER_ADDR must "
+                              "be an address of rank 0's host)") from e
+        self.endpoint = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._thread = threading.Thread(target=self._main, name="actorflow-master", daemon=True)
+        self._thread.start()
+        return self.endpoint
+
+    def wait(self, timeout: float) -> None:
+        if not self.finished.wait(timeout):
+            raise WaitTimeout(f"waited {timeout:.1f}s for the master to finish the run "
+                              f"(phase {self.phase})")
+
+    def close(self) -> None:
+        self.phase = "closed"
+        if self._thread is not None:
+            self._thread.join(5.0)
+        self._sock.close()
+        self._ctx.term()
+
+    def summary(self) -> dict:
+        wall = (self.t_end or time.monotonic()) - (self.t_run or self.t_start)
+        pieces = max((len(v) for v in self.results.values()), default=0)
+        return {
+            "ok": self.error is None and self.phase == "ended", "run_id": self.run_id,
+            "pieces": pieces, "wall_seconds": round(wall, 4),
+            "pieces_per_second": round(pieces / wall, 3) if wall > 0 else 0.0,
+            "machines": [i.summary() for _, i in sorted(self.ranks.items())],
+            "clock_offsets": {str(k): v for k, v in self.clock_offsets.items()},
+            "error": self.error,
+        }
+
+    # -- loop ----------------------------------------------------------------------------
+    def _main(self) -> None:
+        try:
+            self._loop()
+        except Exception as e:  # a bug here must still end the run, loudly
+            self._fail({"rank": 0, "kind": "master", "message": f"master crashed: {e!r}"})
+            self._broadcast("abort", reason=self.error["message"])
+        finally:
+            self.t_end = self.t_end or time.monotonic()
+            self._send_final()
+            self.finished.set()
+
+    def _loop(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self._sock, zmq.POLLIN)
+        while self.phase not in ("ended", "aborted", "closed"):
+            if poller.poll(100):
+                while True:
+                    try:
+                        ident, data = self._sock.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    self._handle(ident, wire.unpack(data, f"peer {ident!r}"))
+            self._tick(time.monotonic())
+        if self.phase == "aborted":
+            self._drain_byes(3.0)
+
+    def _tick(self, now: float) -> None:
+        if now - self._last_hb >= HEARTBEAT_EVERY:
+            self._last_hb = now
+            self._broadcast("hb")
+        if self.monitors and self.phase == "run" and now - self._last_progress >= 1.0:
+            self._last_progress = now
+            self._to_monitors("progress", **self._progress())
+        for ident, key, deadline in list(self.kv_waiters):
+            if now > deadline:
+                self.kv_waiters.remove((ident, key, deadline))
+                self._send(ident, "kv_val", key=key, missing=True)
+        if self.phase == "join" and len(self.ranks) < self.world_size and (
+                now - self.t_start > self.join_timeout):
+            missing = sorted(set(range(self.world_size)) - set(self.ranks))
+            self._abort({"rank": missing[0], "kind": "join", "message":
+                         f"rank(s) {missing} never joined within {self.join_timeout:.0f}s"})
+        for info in self.ranks.values():
+            if info.status in ("bye", "failed", "lost", "aborted"):
+                continue
+            if now - info.last_seen > self.heartbeat_timeout:
+                info.status = "lost"
+                self._abort({"rank": info.rank, "kind": "lost", "message":
+                             f"machine {info.rank} (host {info.host}, pid {info.pid}) lost: no "
+                             f"heartbeat for {now - info.last_seen:.1f}s"})
+        if self.phase == "shutdown" and all(i.status == "bye" for i in self.ranks.values()):
+            self.phase = "ended"
+
+    # -- messages ------------------------------------------------------------------------
+    def _handle(self, ident: bytes, msg: dict) -> None:
+        t = msg["t"]
+        if t == "sync":
+            t1 = time.time()
+            self._send(ident, "sync", t0=msg["t0"], t1=t1, t2=time.time())
+            return
+        if t == "watch":
+            self.monitors.add(ident)
+            self._send(ident, "watching", world_size=self.world_size, run_id=self.run_id)
+            return
+        if t == "final_ack":
+            self._final_acked = True
+            return
+        if t == "hello":
+            self._hello(ident, msg)
+            return
+        rank = self.by_ident.get(ident)
+        if rank is None:
+            self._send(ident, "reject", reason=f"'{t}' from a peer that never said hello")
+            return
+        info = self.ranks[rank]
+        info.last_seen = time.monotonic()
+        handler = _HANDLERS.get(t)
+        if handler is None:
+            self._fail({"rank": rank, "kind": "protocol",
+                        "message": f"rank {rank} sent unknown control message '{t}'"})
+            return
+        handler(self, ident, info, msg)
+
+    def _hello(self, ident: bytes, msg: dict) -> None:
+        rank, world = int(msg["rank"]), int(msg["world_size"])
+        reason = ""
+        if self.setup_error:
+            reason = self.setup_error
+        elif world != self.world_size:
+            reason = (f"rank {rank} was started with world size {world} but the master has "
+                      f"{self.world_size}")
+        elif not 0 <= rank < self.world_size:
+            reason = f"rank {rank} out of range for world size {self.world_size}"
+        elif rank in self.ranks:
+            old = self.ranks[rank]
+            reason = (f"rank {rank} joined twice (host {old.host} pid {old.pid}, then host "
+                      f"{msg.get('host')} pid {msg.get('pid')})")
+        elif self.phase != "join":
+            reason = f"rank {rank} joined after the run started"
+        if reason:
+            self._send(ident, "reject", reason=reason)
+            self.log(f"rejected a worker: {reason}")
+            return
+        info = RankInfo(rank, ident, str(msg.get("host", "?")), int(msg.get("pid", 0)),
+                        time.monotonic(), clock=dict(msg.get("clock") or {}))
+        self.ranks[rank] = info
+        self.by_ident[ident] = rank
+        self.log(f"rank {rank} joined from {info.host} pid {info.pid} "
+                 f"(clock offset {info.clock.get('offset', 0.0) * 1e3:+.3f} ms)")
+        if len(self.ranks) == self.world_size:
+            self._distribute()
+
+    def _distribute(self) -> None:
+        assert self.plan is not None
+        self.phase = "setup"
+        for rank, info in self.ranks.items():
+            sub = self.plan.for_machine(rank)
+            self._send(info.ident, "plan", plan=plan_to_bytes(sub), run_id=self.run_id,
+                       pieces=self.pieces)
+
+    def _on_addr(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        info.addr = str(msg["addr"])
+        if all(i.addr for i in self.ranks.values()):
+            peers = {str(r): i.addr for r, i in self.ranks.items()}
+            self._broadcast("peers", peers=peers)
+
+    def _on_ready(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        info.status = "ready"
+        if all(i.status == "ready" for i in self.ranks.values()):
+            self.phase = "run"
+            self.t_run = self._last_progress = time.monotonic()
+            for i in self.ranks.values():
+                i.status = "running"
+            self._broadcast("start", pieces=self.pieces)
+
+    def _on_hb(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        info.pieces = int(msg.get("pieces", info.pieces))
+
+    def _on_result(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        self.results.setdefault(msg["name"], {})[int(msg["piece"])] = msg["blobs"]
+        info.pieces = max(info.pieces, int(msg.get("pieces", 0)))
+
+    def _on_error(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        info.status = "failed"
+        err = dict(msg.get("error") or {})
+        err.setdefault("rank", info.rank)
+        err.setdefault("host", info.host)
+        self._abort(err)
+
+    def _on_done(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        info.status = "done"
+        info.pieces = int(msg.get("pieces", info.pieces))
+        if self.phase == "run" and all(i.status == "done" for i in self.ranks.values()):
+            self.t_end = time.monotonic()
+            self.phase = "shutdown"
+            self._broadcast("shutdown")
+
+    def _on_bye(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        if info.status not in ("failed", "lost"):
+            info.status = "bye" if self.phase in ("shutdown", "ended") else "aborted"
+
+    def _on_kv_set(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        key = str(msg["key"])
+        self.kv[key] = msg.get("value")
+        self._send(ident, "kv_ok", key=key)
+        for w in [w for w in self.kv_waiters if w[1] == key]:
+            self.kv_waiters.remove(w)
+            self._send(w[0], "kv_val", key=key, value=self.kv[key])
+
+    def _on_kv_get(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        key = str(msg["key"])
+        if key in self.kv:
+            self._send(ident, "kv_val", key=key, value=self.kv[key])
+        else:
+            self.kv_waiters.append((ident, key, time.monotonic() + float(msg.get("timeout", 0))))
+
+    def _on_barrier(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        name = str(msg["name"])
+        arrived = self.barriers.setdefault(name, set())
+        arrived.add(info.rank)
+        if len(arrived) == self.world_size:
+            del self.barriers[name]
+            self._broadcast("barrier_ok", name=name)
+
+    # -- failure and output ----------------------------------------------------------------
+    def _fail(self, err: dict) -> None:
+        if self.error is None:  # the first failure is the root cause
+            self.error = err
+            self.log(f"run failed: {err.get('message')}")
+
+    def _abort(self, err: dict) -> None:
+        self._fail(err)
+        if self.phase in ("aborted", "ended"):
+            return
+        self.phase = "aborted"
+        self.t_end = time.monotonic()
+        reason = f"machine {self.error.get('rank')} failed: {self.error.get('message')}"
+        for i in self.ranks.values():
+            if i.status not in ("failed", "lost", "bye"):
+                self._send(i.ident, "abort", reason=reason)
+
+    def _drain_byes(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(
+                i.status not in ("failed", "lost", "bye", "aborted") for i in self.ranks.values()):
+            if self._sock.poll(100):
+                ident, data = self._sock.recv_multipart()
+                msg = wire.unpack(data)
+                rank = self.by_ident.get(ident)
+                if msg["t"] in ("bye", "error") and rank is not None:
+                    info = self.ranks[rank]
+                    if info.status not in ("failed", "lost"):
+                        info.status = "aborted"
+                elif msg["t"] == "watch":
+                    self.monitors.add(ident)
+
+    def _progress(self) -> dict:
+        done = max((len(v) for v in self.results.values()), default=0)
+        return {"pieces": done, "elapsed": time.monotonic() - (self.t_run or self.t_start),
+                "per_machine": {str(r): i.pieces for r, i in sorted(self.ranks.items())}}
+
+    def _send_final(self) -> None:
+        if not self.monitors:
+            return
+        results = {name: [[p, v[p]] for p in sorted(v)] for name, v in self.results.items()}
+        self._to_monitors("final", summary=self.summary(), results=results)
+        deadline = time.monotonic() + 5.0
+        while not self._final_acked and time.monotonic() < deadline:
+            if self._sock.poll(100):
+                _ident, data = self._sock.recv_multipart()
+                if wire.unpack(data)["t"] == "final_ack":
+                    self._final_acked = True
+
+    # -- sending -------------------------------------------------------------------------
+    def _send(self, ident: bytes, t: str, **fields: Any) -> None:
+        self._sock.send_multipart([ident, wire.pack(t, **fields)])
+
+    def _broadcast(self, t: str, **fields: Any) -> None:
+        data = wire.pack(t, **fields)
+        for i in self.ranks.values():
+            if i.status not in ("lost", "bye"):
+                self._sock.send_multipart([i.ident, data])
+
+    def _to_monitors(self, t: str, **fields: Any) -> None:
+        data = wire.pack(t, **fields)
+        for ident in self.monitors:
+            self._sock.send_multipart([ident, data])
+
+
+_HANDLERS: dict[str, Callable[[ControlMaster, bytes, RankInfo, dict], None]] = {
+    "hb": ControlMaster._on_hb, "addr": ControlMaster._on_addr,
+    "ready": ControlMaster._on_ready, "result": ControlMaster._on_result,
+    "error": ControlMaster._on_error, "done": ControlMaster._on_done,
+    "bye": ControlMaster._on_bye, "kv_set": ControlMaster._on_kv_set,
+    "kv_get": ControlMaster._on_kv_get, "barrier": ControlMaster._on_barrier,
+}

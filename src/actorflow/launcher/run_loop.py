@@ -1,0 +1,87 @@
+"""The launcher's supervision loop, shared by ``sim``, ``run`` and SPMD mode.
+
+Watches the children (and the master through a Monitor), forwards SIGINT/SIGTERM, and on
+the first failure gives the others ``settle`` seconds to stop on the master's abort before
+tearing everything down (SIGTERM, then SIGKILL after the grace period).  On failure it
+prints the table naming the root cause and returns non-zero.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from typing import Any
+
+from actorflow.launcher.monitor import Monitor
+from actorflow.launcher.report import failure_table, root_cause
+from actorflow.launcher.supervisor import Supervisor
+
+
+class RunLoop:
+    def __init__(self, sup: Supervisor, monitor: Monitor | None, *, settle: float = 1.0,
+                 timeout: float = 0.0) -> None:
+        self.sup = sup
+        self.monitor = monitor
+        self.settle = settle
+        self.timeout = timeout
+        self.signum = 0
+        self.failed = False
+        self.timed_out = False
+
+    @property
+    def master_error(self) -> dict | None:
+        final = self.monitor.final if self.monitor is not None else None
+        return (final or {}).get("summary", {}).get("error") if final else None
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.signum = signum
+
+    def run(self) -> int:
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            return self._run()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+            if self.monitor is not None:
+                self.monitor.close()
+
+    def _run(self) -> int:
+        sup, mon = self.sup, self.monitor
+        t0 = time.monotonic()
+        t_fail = 0.0
+        while sup.running():
+            if mon is not None:
+                mon.poll(0.05)
+            else:
+                time.sleep(0.05)
+            sup.poll()
+            if self.signum:
+                print(f"flowlaunch: got {signal.Signals(self.signum).name}; stopping ranks",
+                      file=sys.stderr, flush=True)
+                sup.signal_all(self.signum)
+                sup.teardown()
+                return 128 + self.signum
+            if not t_fail and sup.first_failure() is not None:
+                t_fail = time.monotonic()
+            if t_fail and time.monotonic() - t_fail > self.settle:
+                break
+            if self.timeout and time.monotonic() - t0 > self.timeout:
+                self.timed_out = True
+                break
+        if mon is not None:  # rank 0 sends the final summary just before it exits
+            deadline = time.monotonic() + 0.5
+            while mon.final is None and time.monotonic() < deadline and not t_fail:
+                mon.poll(0.05)
+        sup.teardown()
+        err = self.master_error
+        self.failed = self.timed_out or any(c.failed for c in sup.children) or bool(err)
+        if self.failed:
+            root, line = root_cause(sup.children, err)
+            if self.timed_out and root is None:
+                line = f"run exceeded --timeout {self.timeout:.0f}s"
+            print(f"flowlaunch: run failed{': ' + line if line else ''}", file=sys.stderr)
+            print(failure_table(sup.children, root, line), file=sys.stderr, flush=True)
+            return 1
+        return 0

@@ -1,0 +1,235 @@
+"""One worker = one machine of the plan: control-plane client + the data-plane MachineNode.
+
+Lifecycle (rank 0 also runs the ControlMaster on a thread of this process):
+
+    sync clock -> hello -> receive this machine's plan -> MachineNode(...).bind(host)
+    -> send addr -> receive every machine's address -> connect, start -> ready
+    -> receive start -> start local sources -> forward output pieces, heartbeat
+    -> every local actor exited: done -> shutdown -> close -> bye
+
+Exit codes: 0 done, 1 this machine failed, 3 aborted because another machine failed,
+128+N killed by signal N (SIGTERM/SIGINT close the node first, so nothing leaks).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from actorflow.errors import ActorflowError, KernelError, LaunchError
+from actorflow.launcher import wire
+from actorflow.launcher.client import Aborted, ControlClient
+from actorflow.launcher.master import ControlMaster
+from actorflow.launcher.ports import local_address_towards
+from actorflow.plan.io import plan_from_bytes
+from actorflow.plan.model import Plan, Task
+
+EXIT_OK, EXIT_FAILED, EXIT_ABORTED = 0, 1, 3
+
+
+@dataclass
+class WorkerConfig:
+    rank: int
+    world_size: int
+    master_host: str
+    master_port: int
+    target: str | None = None   # rank 0: the plan or job file to load
+    unit: str = "thread"
+    pieces: int | None = None
+    run_id: str = ""
+    host: str | None = None     # data-plane address; default: the interface towards the master
+    out: str | None = None      # rank 0 without a launcher: save output pieces here
+    connect_timeout: float = 30.0
+    join_timeout: float = 60.0
+    heartbeat_timeout: float = 2.0
+    run_timeout: float = 0.0    # 0: no limit (heartbeats still catch dead machines)
+
+
+class _Signalled(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    for s in (signal.SIGTERM, signal.SIGINT):  # the first signal unwinds; later ones wait
+        signal.signal(s, signal.SIG_IGN)
+    raise _Signalled(signum)
+
+
+def log(msg: str) -> None:
+    print(f"flowlaunch worker: {msg}", file=sys.stderr, flush=True)
+
+
+def plan_source(target: str):
+    """Rank 0's plan loader for ``world_size`` machines, checked for a launcher run."""
+    def load(world_size: int) -> Plan:
+        from actorflow.launcher.jobfile import load_target, runnable_check
+
+        plan = load_target(target, world_size)
+        runnable_check(plan, target)
+        return plan
+    return load
+
+
+def run_worker(cfg: WorkerConfig) -> int:
+    """Run one machine to the end; returns the exit code (never raises for run failures)."""
+    old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    master = None
+    client = None
+    try:
+        if cfg.rank == 0:
+            if cfg.target is None:
+                raise LaunchError("rank 0 needs the plan: pass PLAN (a .plan file or job file)")
+            master = ControlMaster(cfg.world_size, plan_source(cfg.target), cfg.master_host,
+                                   cfg.master_port, run_id=cfg.run_id, pieces=cfg.pieces,
+                                   heartbeat_timeout=cfg.heartbeat_timeout,
+                                   join_timeout=cfg.join_timeout,
+                                   log=lambda s: log(f"master: {s}"))
+            master.start()
+        client = ControlClient(cfg.master_host, cfg.master_port, cfg.rank, cfg.world_size,
+                               connect_timeout=cfg.connect_timeout,
+                               master_timeout=max(3.0, cfg.heartbeat_timeout + 1.0))
+        code = _Machine(cfg, client).run()
+    except _Signalled as e:
+        log(f"rank {cfg.rank}: {e}")
+        code = 128 + e.signum
+    except ActorflowError as e:
+        log(f"error: {str(e).splitlines()[0]}")
+        code = EXIT_FAILED
+    finally:
+        try:
+            _finish(cfg, master, client)
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+    return code
+
+
+def _finish(cfg: WorkerConfig, master: ControlMaster | None, client: ControlClient | None) -> None:
+    if client is not None:
+        client.close()
+    if master is not None:
+        try:
+            master.wait(10.0)
+        except ActorflowError as e:
+            log(f"master: {e}")
+        master.close()
+        if cfg.out and master.error is None:
+            from actorflow.launcher.outputs import outputs_from_results, save_outputs
+
+            save_outputs(cfg.out, outputs_from_results(master.results))
+            log(f"saved output pieces to {cfg.out}")
+
+
+class _Machine:
+    """The worker's run once it reached the master (one thread; owns the client)."""
+
+    def __init__(self, cfg: WorkerConfig, client: ControlClient) -> None:
+        self.cfg = cfg
+        self.client = client
+        self.node: Any = None
+        self.results: queue.SimpleQueue = queue.SimpleQueue()
+        self.delivered = 0
+
+    def run(self) -> int:
+        cfg, client = self.cfg, self.client
+        try:
+            try:
+                return self._run()
+            except Aborted as e:
+                log(f"rank {cfg.rank}: {e}")
+                self._close_node()
+                client.send("bye")
+                return EXIT_ABORTED
+            except ActorflowError as e:
+                self._report(e)
+                return EXIT_FAILED
+        finally:
+            self._close_node()
+
+    def _run(self) -> int:
+        from actorflow.transport.node import MachineNode
+
+        cfg, client = self.cfg, self.client
+        client.sync_clock()
+        host = cfg.host or local_address_towards(cfg.master_host, cfg.master_port)
+        msg = client.hello(host, os.getpid(), cfg.join_timeout)
+        plan = plan_from_bytes(msg["plan"], "the plan sent by the master")
+        run_id = str(msg.get("run_id") or cfg.run_id)
+        self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
+                                on_deliver=self._on_deliver)
+        client.send("addr", addr=self.node.bind(host))
+        peers = client.wait_for({"peers"}, cfg.join_timeout, "every machine's data address")
+        self.node.connect({int(k): v for k, v in peers["peers"].items()})
+        self.node.start()
+        client.send("ready")
+        start = client.wait_for({"start"}, cfg.join_timeout, "the start signal")
+        self._start_sources(plan, start.get("pieces"))
+        deadline = time.monotonic() + cfg.run_timeout if cfg.run_timeout else None
+        while True:
+            client.poll(0.05)
+            self._forward_results()
+            if self.node.error is not None:
+                raise self.node.error
+            if self.node.exited():
+                self._forward_results()
+                if self.node.error is not None:
+                    raise self.node.error
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                raise LaunchError(f"machine {cfg.rank}: run exceeded {cfg.run_timeout:.0f}s; "
+                                  f"still running: {self.node.describe_live()}")
+        client.send("done", pieces=client.pieces)
+        client.wait_for({"shutdown"}, 60.0, "shutdown (the other machines to finish)")
+        self._close_node()
+        client.send("bye")
+        return EXIT_OK
+
+    def _start_sources(self, plan: Plan, pieces: int | None) -> None:
+        for t in plan.tasks:
+            if t.machine_id != self.cfg.rank:
+                continue
+            if t.task_type == "source":
+                n = pieces if pieces is not None else t.attrs.get("piece_num",
+                                                                  plan.job.num_pieces)
+                self.node.command(t.task_id, "start", None if n is None else int(n))
+            elif t.task_type == "input":
+                self.node.command(t.task_id, "close")
+
+    def _on_deliver(self, task: Task | None, piece_id: int, arrays: dict) -> None:
+        if task is not None:  # called from unit threads: hand over to the client's thread
+            self.results.put((task.attrs.get("output_name", task.label), piece_id, arrays))
+
+    def _forward_results(self) -> None:
+        while True:
+            try:
+                name, piece, arrays = self.results.get_nowait()
+            except queue.Empty:
+                return
+            self.delivered += 1
+            self.client.pieces = self.delivered
+            self.client.send("result", name=name, piece=piece, blobs=wire.blobs_to_wire(arrays),
+                             pieces=self.delivered)
+
+    def _report(self, e: ActorflowError) -> None:
+        first = str(e).splitlines()[0]
+        err: dict[str, Any] = {"rank": self.cfg.rank, "message": first,
+                               "kind": type(e).__name__}
+        if isinstance(e, KernelError):
+            err.update(kernel=e.to_dict(), traceback=e.traceback_text)
+        log(f"error: {first}")
+        if isinstance(e, KernelError) and e.traceback_text:
+            print(e.traceback_text.rstrip(), file=sys.stderr, flush=True)
+        self._close_node()
+        self.client.send("error", error=err)  # the socket's linger delivers it on close
+
+    def _close_node(self) -> None:
+        if self.node is not None:
+            node, self.node = self.node, None
+            node.close()
