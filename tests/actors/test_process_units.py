@@ -1,0 +1,86 @@
+"""Process units at the node level: SIGKILL of a unit, shared memory lifetime, clean close."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import actorflow as af
+from actorflow.errors import UnitLost
+from actorflow.transport.node import MachineNode
+from actorflow.transport.shm import list_run_segments
+
+
+def slow_plan(pieces: int = 400):
+    b = af.PlanBuilder(machines=1, register_num=2)
+    x = b.source("constant", {"shape": [1024], "dtype": "float32", "value": 1.0},
+                 piece_num=pieces, name="src")
+    h = b.op("sleep", x, ms=5.0, name="slow")
+    h = b.op("relu", h, name="after")
+    b.output("y", h)
+    return b.build()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigkill_of_a_unit_is_reported_and_everything_is_cleaned():
+    plan = slow_plan()
+    got = []
+    node = MachineNode(plan, 0, unit="process", on_deliver=lambda t, p, a: got.append(p))
+    try:
+        node.start()
+        assert list_run_segments(node.run_id), "regsts should live in /dev/shm while running"
+        src = next(t for t in plan.tasks if t.name == "src")
+        slow = next(t for t in plan.tasks if t.name == "slow")
+        node.command(src.task_id, "start", 400)
+        deadline = time.monotonic() + 10
+        while len(got) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(got) >= 3, "the run never got going"
+        procs = dict(node.hosting.procs)
+        victim = procs[(0, slow.thrd_id)]
+        os.kill(victim.pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        with pytest.raises(UnitLost) as ei:
+            node.wait_exited(timeout=10)
+        assert time.monotonic() - t0 < 3.0
+        msg = str(ei.value)
+        assert f"m0-t{slow.thrd_id}" in msg and "machine 0" in msg and "SIGKILL" in msg
+        assert str(victim.pid) in msg
+    finally:
+        node.close()
+    assert not any(_alive(p.pid) for p in procs.values()), "a unit process survived close()"
+    assert list_run_segments(node.run_id) == []
+
+
+def test_segments_are_unlinked_after_a_normal_run_and_data_is_right():
+    plan = slow_plan(pieces=6)
+    got = {}
+    node = MachineNode(plan, 0, unit="process",
+                       on_deliver=lambda t, p, a: t is not None and got.update({p: a["out"]}))
+    try:
+        node.start()
+        node.command(next(t for t in plan.tasks if t.name == "src").task_id, "start", 6)
+        node.wait_exited(timeout=20)
+    finally:
+        node.close()
+    assert sorted(got) == list(range(6))
+    np.testing.assert_array_equal(got[5], np.ones(1024, np.float32))
+    assert list_run_segments(node.run_id) == []
+
+
+def test_close_before_start_unlinks_segments():
+    node = MachineNode(slow_plan(), 0, unit="process")
+    assert list_run_segments(node.run_id)
+    node.close()
+    assert list_run_segments(node.run_id) == []
