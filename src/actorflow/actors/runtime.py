@@ -105,6 +105,7 @@ class ThreadUnit:
         send = rt.send
         rec = self.rec
         stream = self.stream
+        sync = stream.synchronous
         pending = deque(((host, actions),))
         while pending:
             h, acts = pending.popleft()
@@ -117,13 +118,17 @@ class ThreadUnit:
                 elif tp is Act:
                     if rec is not None:
                         rec.act_begin(a)
-                    stream.launch(h, a)
+                        stream.launch(h, a)
+                        if sync:
+                            rec.act_end(a)
+                    else:
+                        stream.launch(h, a)
                 elif tp is Exit:
                     self.live -= 1
                     rt.actor_exited(a.task_id)
             for h2, act in stream.completed():
-                if rec is not None:
-                    rec.act_end(act)  # the act counts as done when its stream reports it
+                if rec is not None and not sync:
+                    rec.act_end(act)  # an async act counts as done when its stream says so
                 pending.append((h2, h2.state.act_done(act)))
 
 

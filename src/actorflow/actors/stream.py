@@ -18,6 +18,7 @@ _STREAMS: dict[str, Callable[[int], Stream]] = {}
 
 class Stream:
     device = "cpu"
+    synchronous = False  # True: launch() returns after the kernels ran (trace act_end there)
     xp: Any = np
 
     def launch(self, host: Any, act: Any) -> None:
@@ -33,6 +34,8 @@ class Stream:
 
 
 class CpuStream(Stream):
+    synchronous = True
+
     def __init__(self, device_index: int = 0) -> None:
         self._done: list[Any] = []
 
