@@ -8,6 +8,21 @@ from actorflow import errors
 from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
 from actorflow.session import Session
 
+# frontend (after the Plan: it compiles jobs into plans)
+from actorflow.frontend import functional, sbp  # noqa: E402
+from actorflow.frontend.job import (  # noqa: E402
+    Job,
+    compile,
+    input,
+    job,
+    output,
+    random_input,
+    variable,
+)
+from actorflow.frontend.placement import placement  # noqa: E402
+
 __version__ = "0.1.0"
 
-__all__ = ["Plan", "PlanBuilder", "Session", "__version__", "errors", "load_plan", "save_plan"]
+__all__ = ["Job", "Plan", "PlanBuilder", "Session", "__version__", "compile", "errors",
+           "functional", "input", "job", "load_plan", "output", "placement", "random_input",
+           "save_plan", "sbp", "variable"]

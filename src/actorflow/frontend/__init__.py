@@ -1,1 +1,18 @@
-"""actorflow.frontend (see DESIGN.md)."""
+"""The frontend: tensors, functional ops with signature dispatch, placement, SBP, jobs."""
+
+from actorflow.frontend import functional, sbp
+from actorflow.frontend.job import (
+    Job,
+    compile,
+    current_job,
+    input,
+    job,
+    output,
+    random_input,
+    variable,
+)
+from actorflow.frontend.placement import Placement, placement
+from actorflow.frontend.tensor import Tensor
+
+__all__ = ["Job", "Placement", "Tensor", "compile", "current_job", "functional", "input", "job",
+           "output", "placement", "random_input", "sbp", "variable"]

@@ -1,3 +1,10 @@
 """Built-in ops; importing this package registers them all."""
 
-from actorflow.kernels.ops import elementwise, generators, linalg, shape, testing  # noqa: F401
+from actorflow.kernels.ops import (  # noqa: F401
+    elementwise,
+    generators,
+    linalg,
+    parallel,
+    shape,
+    testing,
+)

@@ -1,0 +1,278 @@
+"""Jobs: trace ordinary-looking tensor code into a logical op graph the compiler lowers.
+
+    P = af.placement("cpu", ranks=[0, 1])
+    with af.Job("mlp", pieces=4) as job:
+        x = af.random_input("x", (8, 16), seed=1, placement=P, sbp=af.sbp.split(0))
+        w = af.variable("w", (16, 4), init="normal", seed=2, placement=P)
+        af.output("y", F.relu(x @ w))
+    plan = af.compile(job, machines=2)
+
+or, the same, as a decorated function returning its outputs:
+
+    @af.job(pieces=4)
+    def mlp():
+        ...
+        return {"y": F.relu(x @ w)}
+
+Inputs enter the plan on the first rank of their placement and are boxed to their SBP;
+variables live in their actors across pieces (a variable given to ``af.output`` is
+readable after the run); every op of a job reads tensors of the same job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from actorflow.errors import CompileError, OpError
+from actorflow.frontend.placement import Placement, placement
+from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast
+from actorflow.frontend.tensor import Tensor
+from actorflow.plan.compiler import compile_job
+from actorflow.plan.compiler.graph import JobSpec, LogicalOp, infer_op
+from actorflow.plan.model import Plan
+
+_STACK: list[Job] = []
+
+
+def current_job() -> Job:
+    if not _STACK:
+        raise CompileError("no job is being traced: use 'with af.Job(...):' or '@af.job'")
+    return _STACK[-1]
+
+
+class Job:
+    """A logical graph being traced, plus its settings (pieces, register_num, placement)."""
+
+    def __init__(self, name: str = "job", *, pieces: int | None = None, register_num: int = 2,
+                 placement: Placement | None = None) -> None:
+        if register_num < 1:
+            raise ValueError(f"job '{name}': register_num must be >= 1, got {register_num}")
+        if pieces is not None and pieces < 1:
+            raise ValueError(f"job '{name}': pieces must be >= 1 or None, got {pieces}")
+        self.spec = JobSpec(name=name, num_pieces=pieces, register_num=register_num)
+        self.default_placement = placement or _default_placement()
+        self.tensors: dict[str, Tensor] = {}
+        self._ops: dict[str, LogicalOp] = {}
+        self._count: dict[str, int] = {}
+        self._register_num: list[int] = []
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def __enter__(self) -> Job:
+        _STACK.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _STACK.remove(self)
+
+    def __repr__(self) -> str:
+        return f"Job({self.name!r}, ops={len(self.spec.ops)})"
+
+    @contextlib.contextmanager
+    def settings(self, *, register_num: int) -> Iterator[None]:
+        """Ops traced inside use this register_num instead of the job's default."""
+        self._register_num.append(register_num)
+        try:
+            yield
+        finally:
+            self._register_num.pop()
+
+    # -- graph building --------------------------------------------------------------------
+    def _fresh(self, base: str) -> str:
+        n = self._count.get(base, 0)
+        self._count[base] = n + 1
+        name = f"{base}{n}"
+        return name if name not in self._ops else self._fresh(base)
+
+    def _check_name(self, name: str) -> None:
+        if not isinstance(name, str) or not name or "/" in name:
+            raise ValueError(f"job '{self.name}': name {name!r} must be a non-empty string "
+                             "without '/'")
+        if name in self._ops:
+            raise ValueError(f"job '{self.name}': name '{name}' is used twice")
+
+    def add(self, op_type: str, inputs: dict[str, Tensor], attrs: dict[str, Any] | None = None,
+            *, name: str | None = None, place: Placement | None = None,
+            sbp: SbpParallel | None = None) -> Tensor:
+        """Append one op; infer its output now so mistakes point at the traced line."""
+        name = name or self._fresh(op_type)
+        for t in inputs.values():
+            if t.job is not self:
+                raise CompileError(f"op '{name}' ({op_type}) reads tensor '{t.name}' of job "
+                                   f"'{t.job.name}', not of job '{self.name}'")
+        if place is None and inputs:
+            place = _widest(name, list(inputs.values()))
+        op = LogicalOp(name, op_type, {k: t.name for k, t in inputs.items()}, dict(attrs or {}),
+                       register_num=self._register_num[-1] if self._register_num else None)
+        if place is not None and op_type in _INHERITS:
+            op.device_type, op.ranks = place.device_type, place.ranks
+        # other ops: ranks None, the compiler places them with their widest input too
+        op.sbp = sbp.code if sbp is not None else None
+        try:
+            op.out = infer_op(op, {k: self._ops[t.name].out for k, t in inputs.items()})
+        except OpError as e:
+            raise CompileError(f"job '{self.name}': {e}") from e
+        self.spec.ops.append(op)
+        self._ops[name] = op
+        if op.out is None:
+            return None  # type: ignore[return-value]
+        t = Tensor(self, name, op.out.shape, op.out.dtype, place or self.default_placement, sbp)
+        self.tensors[name] = t
+        return t
+
+    def input(self, name: str, shape: tuple[int, ...], dtype: str = "float32", *,
+              placement: Placement | None = None, sbp: Any = None) -> Tensor:
+        """A tensor the client feeds every piece (``Session.run({name: array})``)."""
+        self._check_name(name)
+        attrs = {"shape": [int(s) for s in shape], "dtype": np.dtype(dtype).name}
+        return self._enter("input", name, attrs, placement, sbp)
+
+    def random_input(self, name: str, shape: tuple[int, ...], dtype: str = "float32", *,
+                     seed: int = 0, mean: float = 0.0, std: float = 1.0,
+                     placement: Placement | None = None, sbp: Any = None) -> Tensor:
+        """A tensor generated every piece: ``default_rng([seed, piece]).standard_normal``."""
+        self._check_name(name)
+        attrs = {"kernel": "random_normal", "kernel_attrs": {
+            "shape": [int(s) for s in shape], "dtype": np.dtype(dtype).name, "seed": int(seed),
+            "mean": float(mean), "std": float(std)}}
+        return self._enter("source", name, attrs, placement, sbp)
+
+    def _enter(self, kind: str, name: str, attrs: dict, place: Placement | None,
+               sbp: Any) -> Tensor:
+        place = place or self.default_placement
+        first = _single(place)
+        t = self.add(kind, {}, attrs, name=name, place=first)
+        if place is first and sbp is None:
+            return t
+        return self.add("to_global", {"in": t}, name=f"{name}.global", place=place,
+                        sbp=as_sbp(sbp) if sbp is not None else broadcast)
+
+    def variable(self, name: str, shape: tuple[int, ...], dtype: str = "float32", *,
+                 init: str = "zeros", seed: int = 0, std: float = 1.0,
+                 path: str | Path | None = None, placement: Placement | None = None,
+                 sbp: Any = None) -> Tensor:
+        """A parameter kept in its actors across pieces: zeros, seeded normal, or a .npy file."""
+        self._check_name(name)
+        attrs: dict[str, Any] = {"logical_shape": [int(s) for s in shape],
+                                 "dtype": np.dtype(dtype).name, "init": init, "seed": int(seed),
+                                 "std": float(std)}
+        if path is not None:
+            attrs["init"], attrs["path"] = "file", str(Path(path).resolve())
+        if attrs["init"] not in ("zeros", "normal", "file"):
+            raise ValueError(f"variable '{name}': init must be 'zeros', 'normal' or 'file' "
+                             f"(or give path=), not {init!r}")
+        if attrs["init"] == "file" and "path" not in attrs:
+            raise ValueError(f"variable '{name}': init='file' needs path=")
+        n = len(shape)
+        attrs["begin"], attrs["end"] = [0] * n, attrs["logical_shape"]
+        place = placement or self.default_placement
+        sbp = as_sbp(sbp) if sbp is not None else broadcast
+        _check_axis(name, sbp, n)
+        return self.add("variable_part", {}, attrs, name=name, place=place, sbp=sbp)
+
+    def constant(self, value: np.ndarray, place: Placement | None = None) -> Tensor:
+        value = np.asarray(value)
+        attrs = {"value": value.ravel().tolist(), "shape": list(value.shape),
+                 "dtype": value.dtype.name}
+        return self.add("const_array", {}, attrs, place=place or self.default_placement,
+                        sbp=broadcast)
+
+    def output(self, name: str, tensor: Tensor) -> None:
+        """Hand ``tensor`` to the client every piece under ``name`` (boxed to one device)."""
+        self._check_name(name)
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"output '{name}': expected a Tensor, not {type(tensor).__name__}")
+        self.add("output", {"in": tensor}, name=name)
+
+    # -- compiling ---------------------------------------------------------------------------
+    def compile(self, machines: int = 1, devices_per_machine: int = 1, **kw: Any) -> Plan:
+        return compile_job(self.spec, machines, devices_per_machine, **kw)
+
+    @property
+    def inputs(self) -> list[str]:
+        return self.spec.names("input")
+
+    @property
+    def outputs(self) -> list[str]:
+        return self.spec.names("output")
+
+
+_INHERITS = ("input", "source", "to_global", "variable_part", "const_array")
+
+
+def _default_placement() -> Placement:
+    return placement("cpu", ranks=[0])
+
+
+def _single(p: Placement) -> Placement:
+    return p if p.parallel_num == 1 else placement(p.device_type, ranks=[p.ranks[0]])
+
+
+def _widest(name: str, tensors: list[Tensor]) -> Placement:
+    types = sorted({t.placement.device_type for t in tensors})
+    if len(types) > 1:
+        raise CompileError(f"op '{name}' mixes device types {types} in its inputs; move them "
+                           "with to_global first")
+    return max((t.placement for t in tensors), key=lambda p: p.parallel_num)
+
+
+def _check_axis(name: str, sbp: SbpParallel, ndim: int) -> None:
+    axis = getattr(sbp, "axis", None)
+    if axis is not None and axis >= ndim:
+        raise ValueError(f"'{name}': cannot use {sbp!r} on a tensor of rank {ndim} (axis must "
+                         f"be < {ndim})")
+
+
+def job(fn: Callable[[], Any] | None = None, *, name: str | None = None,
+        pieces: int | None = None, register_num: int = 2,
+        placement: Placement | None = None) -> Any:
+    """Decorator: trace ``fn()`` into a Job; a returned tensor/dict/tuple becomes outputs."""
+    def wrap(f: Callable[[], Any]) -> Job:
+        j = Job(name or f.__name__, pieces=pieces, register_num=register_num,
+                placement=placement)
+        with j:
+            result = f()
+        if isinstance(result, Tensor):
+            j.output("out", result)
+        elif isinstance(result, dict):
+            for k, v in result.items():
+                j.output(k, v)
+        elif isinstance(result, (list, tuple)):
+            for i, v in enumerate(result):
+                j.output(f"out{i}", v)
+        elif result is not None:
+            raise TypeError(f"job '{j.name}': return a Tensor, a dict or a tuple of Tensors, "
+                            f"not {type(result).__name__}")
+        return j
+    return wrap(fn) if fn is not None else wrap
+
+
+# module-level helpers reading the job being traced -----------------------------------------
+def input(name: str, shape: tuple[int, ...], dtype: str = "float32", **kw: Any) -> Tensor:  # noqa: A001
+    return current_job().input(name, shape, dtype, **kw)
+
+
+def random_input(name: str, shape: tuple[int, ...], dtype: str = "float32", **kw: Any) -> Tensor:
+    return current_job().random_input(name, shape, dtype, **kw)
+
+
+def variable(name: str, shape: tuple[int, ...], dtype: str = "float32", **kw: Any) -> Tensor:
+    return current_job().variable(name, shape, dtype, **kw)
+
+
+def output(name: str, tensor: Tensor) -> None:
+    current_job().output(name, tensor)
+
+
+def compile(job: Job, machines: int = 1, devices_per_machine: int = 1, **kw: Any) -> Plan:  # noqa: A001
+    """Lower a traced job onto ``machines`` x ``devices_per_machine`` ranks: a validated Plan."""
+    if not isinstance(job, Job):
+        raise TypeError(f"af.compile expects a Job, not {type(job).__name__}")
+    return job.compile(machines, devices_per_machine, **kw)

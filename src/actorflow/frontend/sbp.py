@@ -1,0 +1,102 @@
+"""SBP: how a logical tensor maps onto the devices of its placement.
+
+``split(axis)`` cuts it along ``axis`` (device i holds a contiguous part), ``broadcast``
+gives every device the whole tensor, ``partial_sum`` gives every device a full-shaped
+part and the value is their sum.  Objects are cached: equal configurations are the same
+hashable object, so they can key dicts and be compared with ``is``.  The compiler only
+sees their ``code`` (``"S0"``, ``"B"``, ``"P"``): plain strings that fit in a plan file.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class SbpParallel:
+    """Base of the three SBP kinds; immutable and interned."""
+
+    __slots__ = ()
+    code: str
+
+    def __repr__(self) -> str:
+        return f"sbp.{self._pretty()}"
+
+    def _pretty(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{self!r} is immutable")
+
+    def __reduce__(self):  # never pickle actorflow objects (no pickle anywhere)
+        raise TypeError("SBP objects are not picklable; use their .code string")
+
+
+class Split(SbpParallel):
+    __slots__ = ("axis", "code")
+    _cache: ClassVar[dict[int, Split]] = {}
+
+    def __new__(cls, axis: int) -> Split:
+        if isinstance(axis, bool) or not isinstance(axis, int):
+            raise TypeError(f"sbp.split(axis): axis must be an int, not {type(axis).__name__}")
+        if axis < 0:
+            raise ValueError(f"sbp.split(axis): axis must be >= 0, got {axis} (SBP axes are "
+                             "absolute because the same SBP may describe tensors of any rank)")
+        obj = cls._cache.get(axis)
+        if obj is None:
+            obj = object.__new__(cls)
+            object.__setattr__(obj, "axis", axis)
+            object.__setattr__(obj, "code", f"S{axis}")
+            cls._cache[axis] = obj
+        return obj
+
+    def _pretty(self) -> str:
+        return f"split(axis={self.axis})"
+
+
+class _Broadcast(SbpParallel):
+    __slots__ = ()
+    code = "B"
+
+    def _pretty(self) -> str:
+        return "broadcast"
+
+
+class _PartialSum(SbpParallel):
+    __slots__ = ()
+    code = "P"
+
+    def _pretty(self) -> str:
+        return "partial_sum"
+
+
+broadcast = object.__new__(_Broadcast)
+partial_sum = object.__new__(_PartialSum)
+
+
+def split(axis: int) -> Split:
+    """The SBP that splits a tensor along ``axis`` (cached: ``split(0) is split(0)``)."""
+    return Split(axis)
+
+
+def from_code(code: str) -> SbpParallel:
+    """``"S1"`` -> ``split(1)``, ``"B"`` -> ``broadcast``, ``"P"`` -> ``partial_sum``."""
+    if code == "B":
+        return broadcast
+    if code == "P":
+        return partial_sum
+    if code.startswith("S") and code[1:].isdigit():
+        return split(int(code[1:]))
+    raise ValueError(f"unknown SBP code {code!r}; expected 'B', 'P' or 'S<axis>'")
+
+
+def as_sbp(value: object, what: str = "sbp") -> SbpParallel:
+    """Accept an SBP object (or a 1-tuple/list holding one) and return it."""
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, SbpParallel):
+        return value
+    raise TypeError(f"{what} must be af.sbp.split(axis), af.sbp.broadcast or "
+                    f"af.sbp.partial_sum, not {type(value).__name__}")
+
+
+__all__ = ["SbpParallel", "Split", "as_sbp", "broadcast", "from_code", "partial_sum", "split"]

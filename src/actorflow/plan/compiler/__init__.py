@@ -1,0 +1,47 @@
+"""The compiler: a job (logical op graph) -> a Plan (tasks and regst descs).
+
+Steps: infer logical shapes (``graph``), choose devices and SBP signatures and lower
+every op to per-device kernels plus boxing (``lower``, geometry in ``boxing``), merge
+chains on one device into tasks (``merge``), then emit tasks, regst descs, comm_net tasks
+and thread ids (``emit``).  The result is validated (including the dry run) before it is
+returned.
+"""
+
+from __future__ import annotations
+
+from actorflow.errors import CompileError
+from actorflow.plan.compiler.emit import Emitter, build_plan
+from actorflow.plan.compiler.graph import JobSpec, LogicalOp, infer_job
+from actorflow.plan.compiler.lower import Lowering
+from actorflow.plan.compiler.merge import group_nodes
+from actorflow.plan.model import Plan
+
+
+def compile_job(job: JobSpec, machines: int = 1, devices_per_machine: int = 1, *,
+                merge: bool = True, unit_per_task: bool = False,
+                validate: bool = True) -> Plan:
+    """Lower ``job`` onto ``machines`` x ``devices_per_machine`` ranks; return a valid Plan.
+
+    ``merge=False`` keeps one task per kernel; ``unit_per_task=True`` gives every task its
+    own execution unit (thread or process) instead of one per device.
+    """
+    if machines < 1 or devices_per_machine < 1:
+        raise CompileError(f"job '{job.name}': machines ({machines}) and devices_per_machine "
+                           f"({devices_per_machine}) must be >= 1")
+    if job.register_num < 1:
+        raise CompileError(f"job '{job.name}': register_num must be >= 1, got {job.register_num}")
+    infer_job(job)
+    low = Lowering(job, machines, devices_per_machine)
+    nodes = low.run()
+    groups = group_nodes(nodes, merge=merge)
+    tasks = Emitter(nodes, groups, machines, devices_per_machine, unit_per_task).run()
+    variables = [o.name for o in job.ops if o.op_type == "variable_part"]
+    plan = build_plan(tasks, job.name, machines, devices_per_machine, job.num_pieces,
+                      job.names("input"), job.names("output"), variables,
+                      {"sbp": dict(low.choices)})
+    if validate:
+        plan.validate()
+    return plan
+
+
+__all__ = ["CompileError", "JobSpec", "LogicalOp", "compile_job"]

@@ -1,0 +1,146 @@
+"""Emit the Plan: tasks from node groups, regst descs, comm_net tasks, thread ids.
+
+Every node's output is one regst desc of its task (blob ``out``); a desc no other task
+reads is task-local scratch with ``register_num`` 1.  A desc read on another machine goes
+through one ``comm_net`` task on the receiving machine.  Thread ids per machine: device
+``d`` computes on thread ``d``, comm_net tasks share thread ``devices_per_machine``,
+input/source/output tasks share the next one; ``unit_per_task`` gives every task its own.
+A kernel task with no input at all (only variables/constants) reads the regst of an
+input or source task as its per-piece tick, so it acts exactly once per piece.
+"""
+
+from __future__ import annotations
+
+from actorflow.errors import CompileError
+from actorflow.plan.compiler.lower import PNode
+from actorflow.plan.model import (
+    BlobRef,
+    ExecNode,
+    JobInfo,
+    KernelConf,
+    MachineInfo,
+    ParallelContext,
+    Plan,
+    RegstDesc,
+    Task,
+)
+
+IO_KINDS = ("input", "source", "output")
+
+
+class Emitter:
+    def __init__(self, nodes: list[PNode], groups: list[list[int]], machines: int, dpm: int,
+                 unit_per_task: bool) -> None:
+        self.nodes = nodes
+        self.groups = groups
+        self.machines = machines
+        self.dpm = dpm
+        self.unit_per_task = unit_per_task
+        self.group_of = {nid: g for g, ids in enumerate(groups) for nid in ids}
+        self.tasks: list[Task] = []
+        self.desc_of: dict[int, RegstDesc] = {}  # node id -> its regst desc
+        self._comm: dict[tuple[int, int], RegstDesc] = {}  # (desc id, machine) -> local copy
+        self._next_desc = 0
+        self._next_thrd: dict[int, int] = {}
+
+    def _thrd(self, machine: int, kind: str, device: int) -> int:
+        if self.unit_per_task:
+            t = self._next_thrd.get(machine, 0)
+            self._next_thrd[machine] = t + 1
+            return t
+        if kind == "comm_net":
+            return self.dpm
+        if kind in IO_KINDS:
+            return self.dpm + 1
+        return device
+
+    def _desc(self, task: Task, blobs: dict, register_num: int, name: str) -> RegstDesc:
+        d = RegstDesc(self._next_desc, task.task_id, [], register_num, dict(blobs))
+        self._next_desc += 1
+        task.produced[name] = d
+        return d
+
+    def run(self) -> list[Task]:
+        for g, ids in enumerate(self.groups):
+            head = self.nodes[ids[0]]
+            kinds = {self.nodes[i].kind for i in ids}
+            kind = head.kind if head.kind in IO_KINDS else (
+                "normal" if "normal" in kinds else "boxing")
+            m, d = head.device
+            label = head.name if len(ids) == 1 else f"{head.name}+{len(ids) - 1}"
+            t = Task(g, kind, m, -1, name=label, attrs=dict(head.task_attrs),
+                     parallel_ctx=ParallelContext(*head.parallel))
+            t.thrd_id = self._thrd(m, kind, d)
+            self.tasks.append(t)
+            mem = f"cuda:{d}" if head.device_type == "cuda" and kind not in IO_KINDS else "host"
+            for nid in ids:
+                n = self.nodes[nid]
+                if n.out is not None:
+                    desc = self._desc(t, {"out": n.out}, n.register_num, f"out_{nid}")
+                    desc.mem_case = mem
+                    self.desc_of[nid] = desc
+        for t, ids in zip(self.tasks, self.groups):
+            self._wire(t, ids)
+        self._add_ticks()
+        for t in self.tasks:  # scratch descs: nobody waits for them
+            for d in t.produced.values():
+                if not d.consumer_task_ids:
+                    d.register_num = 1
+        return self.tasks
+
+    def _read(self, t: Task, nid: int) -> RegstDesc:
+        """The desc ``t`` reads for node ``nid``'s output, consuming it if it is external."""
+        desc = self.desc_of[nid]
+        if desc.producer_task_id == t.task_id:
+            return desc
+        src_task = self.tasks[desc.producer_task_id]
+        if src_task.machine_id != t.machine_id:
+            desc = self._comm_net(desc, t.machine_id)
+        if desc.regst_desc_id not in t.consumed_ids():
+            t.consumed[f"in_{len(t.consumed)}"] = [desc.regst_desc_id]
+            desc.consumer_task_ids.append(t.task_id)
+        return desc
+
+    def _comm_net(self, desc: RegstDesc, machine: int) -> RegstDesc:
+        key = (desc.regst_desc_id, machine)
+        if key not in self._comm:
+            t = Task(len(self.tasks), "comm_net", machine, -1,
+                     name=f"comm_net{desc.regst_desc_id}->m{machine}")
+            t.thrd_id = self._thrd(machine, "comm_net", 0)
+            self.tasks.append(t)
+            t.consumed["in"] = [desc.regst_desc_id]
+            desc.consumer_task_ids.append(t.task_id)
+            self._comm[key] = self._desc(t, desc.blobs, desc.register_num, "out")
+        return self._comm[key]
+
+    def _wire(self, t: Task, ids: list[int]) -> None:
+        for nid in ids:
+            n = self.nodes[nid]
+            ins = {arg: BlobRef(self._read(t, src).regst_desc_id, "out")
+                   for arg, src in n.inputs.items()}
+            if n.kind in ("input", "output"):
+                continue
+            outs = {"out": BlobRef(self.desc_of[nid].regst_desc_id, "out")}
+            t.exec_sequence.append(ExecNode(KernelConf(n.name, n.op_type, dict(n.attrs)),
+                                            ins, outs))
+
+    def _add_ticks(self) -> None:
+        clocks = [t for t in self.tasks if t.task_type in ("input", "source")]
+        for t in list(self.tasks):
+            if t.task_type in ("normal", "boxing") and not t.consumed:
+                if not clocks:
+                    raise CompileError(f"task {t.task_id} ({t.label}) holds only variables or "
+                                       "constants and the job has no input or source to pace it")
+                clock = next((c for c in clocks if c.machine_id == t.machine_id), clocks[0])
+                desc = next(iter(clock.produced.values()))
+                if clock.machine_id != t.machine_id:
+                    desc = self._comm_net(desc, t.machine_id)
+                t.consumed["tick"] = [desc.regst_desc_id]
+                desc.consumer_task_ids.append(t.task_id)
+
+
+def build_plan(tasks: list[Task], name: str, machines: int, dpm: int, num_pieces: int | None,
+               inputs: list[str], outputs: list[str], variables: list[str],
+               ctrl: dict) -> Plan:
+    return Plan(tasks=tasks, machines=MachineInfo(machines, dpm),
+                job=JobInfo(name, num_pieces, inputs, outputs, variables), ctrl=ctrl)

@@ -1,0 +1,297 @@
+"""Lower a logical job to physical nodes: placement, SBP choice, per-device kernels, boxing.
+
+Walks the ops in order (the trace order is topological).  Each op gets devices (its
+ranks mapped onto the cluster) and an SBP signature: the one its op definition allows
+that makes boxing move the fewest bytes across devices (greedy), ties broken by fewer
+boxing tasks, then by the rule's order.  One physical node per device runs the kernel on
+its piece; boxing nodes (``box_slice`` on the source device, ``concat``/``add_n`` on the
+destination device) convert layouts where producer and consumer disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from actorflow.errors import CompileError, OpError
+from actorflow.kernels import sbp as sbp_rules
+from actorflow.kernels.registry import get_op
+from actorflow.plan.compiler.boxing import (
+    Device,
+    boxing_cost,
+    piece_box,
+    plan_boxing,
+    split_axis,
+    valid_code,
+)
+from actorflow.plan.compiler.graph import NO_INPUT_KERNELS, JobSpec, LogicalOp
+from actorflow.plan.model import BlobDesc
+
+
+@dataclass
+class PNode:
+    """One kernel (or input/source/output) on one device: becomes part of one task."""
+
+    id: int
+    kind: str  # normal | boxing | input | source | output
+    name: str
+    op_type: str
+    attrs: dict[str, Any]
+    device: Device
+    inputs: dict[str, int]  # arg -> producing PNode id (its blob "out")
+    out: BlobDesc | None
+    register_num: int
+    device_type: str = "cpu"
+    parallel: tuple[int, int] = (0, 1)
+    task_attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Layout:
+    """Where a logical tensor's pieces are: devices, SBP code, one PNode id per device."""
+
+    devices: tuple[Device, ...]
+    code: str
+    nodes: list[int]
+    device_type: str = "cpu"
+
+
+class Lowering:
+    def __init__(self, job: JobSpec, machines: int, devices_per_machine: int) -> None:
+        self.job = job
+        self._op = {o.name: o for o in job.ops}
+        self.machines = machines
+        self.dpm = devices_per_machine
+        self.nodes: list[PNode] = []
+        self.layouts: dict[str, Layout] = {}
+        self.choices: dict[str, str] = {}  # op name -> "S0 on ranks [..]" (for plan show)
+        self._boxed: dict[tuple, list[int]] = {}
+        self._slices: dict[tuple, int] = {}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _node(self, kind: str, name: str, op_type: str, attrs: dict, device: Device,
+              inputs: dict[str, int], out: BlobDesc | None, register_num: int | None = None,
+              **kw: Any) -> int:
+        n = PNode(len(self.nodes), kind, name, op_type, attrs, device, inputs, out,
+                  register_num or self.job.register_num, **kw)
+        self.nodes.append(n)
+        return n.id
+
+    def _devices(self, op: LogicalOp, ranks: tuple[int, ...]) -> tuple[Device, ...]:
+        n = self.machines * self.dpm
+        for r in ranks:
+            if r >= n:
+                raise CompileError(
+                    f"job '{self.job.name}': op '{op.name}' is placed on rank {r}, but the "
+                    f"cluster has {n} ranks ({self.machines} machines x {self.dpm} devices); "
+                    "compile with more machines or change the placement")
+        return tuple(divmod(r, self.dpm) for r in ranks)
+
+    def _code(self, op: LogicalOp, shape: tuple[int, ...], code: str | None, p: int) -> str:
+        code = code or "B"
+        if p == 1:
+            return "B"
+        if not valid_code(shape, code, p):
+            raise CompileError(
+                f"job '{self.job.name}': op '{op.name}': cannot split axis {code[1:]} of shape "
+                f"{shape} over {p} devices (the axis needs at least one element per device)")
+        return code
+
+    # -- the walk --------------------------------------------------------------------------
+    def run(self) -> list[PNode]:
+        for op in self.job.ops:
+            handler = _HANDLERS.get(op.op_type)
+            if handler is not None:
+                handler(self, op)
+            elif op.op_type in NO_INPUT_KERNELS:
+                self._no_input(op)
+            else:
+                self._kernel(op)
+        return self.nodes
+
+    def _input(self, op: LogicalOp) -> None:
+        dev = self._devices(op, op.ranks or (0,))[:1]
+        kind, attrs, op_type = op.op_type, {}, ""
+        if kind == "input":
+            task_attrs = {"input_name": op.name}
+        else:
+            task_attrs = {}
+            if self.job.num_pieces is not None:
+                task_attrs["piece_num"] = self.job.num_pieces
+            op_type, attrs = op.attrs["kernel"], dict(op.attrs["kernel_attrs"])
+        nid = self._node(kind, op.name, op_type, attrs, dev[0], {}, op.out, op.register_num,
+                         task_attrs=task_attrs, device_type=op.device_type)
+        self.layouts[op.name] = Layout(dev, "B", [nid], op.device_type)
+        self.choices[op.name] = f"B on {self._ranks_text(dev)}"
+
+    def _to_global(self, op: LogicalOp) -> None:
+        src = self.layouts[op.inputs["in"]]
+        devs = self._devices(op, op.ranks) if op.ranks is not None else src.devices
+        dtype = op.device_type if op.ranks is not None else src.device_type
+        code = self._code(op, op.out.shape, op.sbp or src.code, len(devs))
+        nodes = self.box(op.inputs["in"], devs, code)
+        self.layouts[op.name] = Layout(devs, code, nodes, dtype)
+        self.choices[op.name] = f"{code} on {self._ranks_text(devs)}"
+
+    def _output(self, op: LogicalOp) -> None:
+        src_name = op.inputs["in"]
+        src = self.layouts[src_name]
+        dev = src.devices[:1]
+        (piece,) = self.box(src_name, dev, "B")
+        self._node("output", op.name, "", {}, dev[0], {"in": piece}, None,
+                   task_attrs={"output_name": op.name})
+
+    def _no_input(self, op: LogicalOp) -> None:
+        devs = self._devices(op, op.ranks or (0,))
+        shape = op.out.shape
+        code = self._code(op, shape, op.sbp, len(devs))
+        nodes = []
+        for j, dev in enumerate(devs):
+            box = piece_box(shape, code, len(devs), j)
+            attrs = dict(op.attrs)
+            if op.op_type == "variable_part":
+                attrs["begin"], attrs["end"] = [b for b, _ in box], [e for _, e in box]
+            else:  # const_array: cut the value at compile time
+                full = np.asarray(attrs["value"]).reshape(shape)
+                part = full[tuple(slice(b, e) for b, e in box)]
+                attrs.update(value=part.ravel().tolist(), shape=list(part.shape))
+            out = get_op(op.op_type).infer_checked(op.name, {}, attrs)["out"]
+            nodes.append(self._node("normal", f"{op.name}@{j}", op.op_type, attrs, dev, {}, out,
+                                    op.register_num, parallel=(j, len(devs)),
+                                    device_type=op.device_type))
+        self.layouts[op.name] = Layout(devs, code, nodes, op.device_type)
+        self.choices[op.name] = f"{code} on {self._ranks_text(devs)}"
+
+    def _placement_of(self, op: LogicalOp) -> tuple[tuple[Device, ...], str]:
+        if op.ranks is not None:
+            return self._devices(op, op.ranks), op.device_type
+        ins = [self.layouts[s] for s in op.inputs.values()]
+        types = sorted({lay.device_type for lay in ins})
+        if len(types) > 1:
+            raise CompileError(f"job '{self.job.name}': op '{op.name}' mixes device types "
+                               f"{types} in its inputs; move them with to_global first")
+        best = max(ins, key=lambda lay: len(lay.devices))  # first of the widest
+        return best.devices, best.device_type
+
+    def _kernel(self, op: LogicalOp) -> None:
+        devs, dtype = self._placement_of(op)
+        p = len(devs)
+        ins = {arg: self._op[src].out for arg, src in op.inputs.items()}
+        sig = self._choose(op, devs, ins)
+        in_codes, out_code = sig
+        pieces = {arg: self.box(op.inputs[arg], devs, in_codes[arg]) for arg in op.inputs}
+        opdef = get_op(op.op_type)
+        nodes = []
+        for j, dev in enumerate(devs):
+            box = piece_box(op.out.shape, out_code, p, j)
+            shape = tuple(e - b for b, e in box)
+            attrs = sbp_rules.physical_attrs(op.op_type, op.attrs, shape)
+            phys_in = {arg: self.nodes[ids[j]].out for arg, ids in pieces.items()}
+            try:
+                out = opdef.infer_checked(op.name, phys_in, attrs)["out"]
+            except OpError as e:
+                raise CompileError(f"job '{self.job.name}': op '{op.name}' on piece {j} of {p} "
+                                   f"(SBP {in_codes} -> {out_code}): {e}") from e
+            if out.shape != shape:
+                raise CompileError(
+                    f"job '{self.job.name}': op '{op.name}': SBP rule {in_codes} -> {out_code} "
+                    f"gives piece shape {out.shape}, expected {shape} (bad rule for "
+                    f"'{op.op_type}')")
+            name = op.name if p == 1 else f"{op.name}@{j}"
+            nodes.append(self._node("normal", name, op.op_type, attrs, dev,
+                                    {arg: ids[j] for arg, ids in pieces.items()}, out,
+                                    op.register_num, parallel=(j, p), device_type=dtype))
+        self.layouts[op.name] = Layout(devs, out_code, nodes, dtype)
+        ins_text = ", ".join(f"{a}:{c}" for a, c in in_codes.items())
+        self.choices[op.name] = f"({ins_text}) -> {out_code} on {self._ranks_text(devs)}"
+
+    def _choose(self, op: LogicalOp, devs: tuple[Device, ...],
+                ins: dict[str, BlobDesc]) -> tuple[dict[str, str], str]:
+        p = len(devs)
+        if p == 1:
+            return {k: "B" for k in ins}, "B"
+        shapes = {k: d.shape for k, d in ins.items()}
+        best, best_cost = None, None
+        for sig in sbp_rules.signatures(op.op_type, shapes, op.out.shape, op.attrs):
+            in_codes, out_code = sig
+            if not valid_code(op.out.shape, out_code, p) or any(
+                    not valid_code(shapes[k], c, p) for k, c in in_codes.items()):
+                continue
+            total = [0, 0]
+            for arg, code in in_codes.items():
+                src = self.layouts[op.inputs[arg]]
+                d = ins[arg]
+                c = boxing_cost(d.shape, np.dtype(d.dtype).itemsize, src.code, src.devices,
+                                code, devs)
+                if c is None:
+                    break
+                total[0] += c[0]
+                total[1] += c[1]
+            else:
+                if best_cost is None or tuple(total) < best_cost:
+                    best, best_cost = sig, tuple(total)
+        if best is None:  # all-B is always possible unless an input is P elsewhere
+            raise CompileError(f"job '{self.job.name}': op '{op.name}' ({op.op_type}) has no "
+                               f"SBP signature reachable from its inputs on {p} devices")
+        return best
+
+    # -- boxing ----------------------------------------------------------------------------
+    def box(self, name: str, devs: tuple[Device, ...], code: str) -> list[int]:
+        """PNode ids holding tensor ``name`` as ``code`` on ``devs`` (adds boxing nodes)."""
+        src = self.layouts[name]
+        if src.devices == devs and src.code == code:
+            return src.nodes
+        key = (name, devs, code)
+        if key in self._boxed:
+            return self._boxed[key]
+        desc = self._op[name].out
+        targets = plan_boxing(desc.shape, src.code, src.devices, code, devs)
+        if targets is None:
+            raise CompileError(f"job '{self.job.name}': tensor '{name}' cannot be boxed from "
+                               f"{src.code} to {code}")
+        out = []
+        for j, t in enumerate(targets):
+            ports = []
+            for f in t.fragments:
+                if f.full:
+                    ports.append(src.nodes[f.src])
+                else:
+                    ports.append(self._slice(name, src, f.src, f.region))
+            if t.combine == "none":
+                out.append(ports[0])
+                continue
+            op_type = "concat" if t.combine == "concat" else "add_n"
+            attrs = {"axis": t.axis} if op_type == "concat" else {}
+            ins = {f"in_{k}": pid for k, pid in enumerate(ports)}
+            outd = get_op(op_type).infer_checked(
+                f"box_{name}", {k: self.nodes[v].out for k, v in ins.items()}, attrs)["out"]
+            out.append(self._node("boxing", f"box_{name}_{src.code}to{code}@{j}", op_type,
+                                  attrs, devs[j], ins, outd, device_type=src.device_type))
+        self._boxed[key] = out
+        return out
+
+    def _slice(self, name: str, src: Layout, i: int, region) -> int:
+        key = (src.nodes[i], region)
+        if key not in self._slices:
+            attrs = {"begin": [b for b, _ in region], "end": [e for _, e in region]}
+            node = self.nodes[src.nodes[i]]
+            out = BlobDesc(tuple(e - b for b, e in region), node.out.dtype)
+            self._slices[key] = self._node("boxing", f"slice_{name}@{i}.{len(self._slices)}",
+                                           "box_slice", attrs, src.devices[i],
+                                           {"in": src.nodes[i]}, out,
+                                           device_type=src.device_type)
+        return self._slices[key]
+
+    @staticmethod
+    def _ranks_text(devs) -> str:
+        return "[" + ", ".join(f"m{m}:d{d}" for m, d in devs) + "]"
+
+
+_HANDLERS = {
+    "input": Lowering._input, "source": Lowering._input,
+    "to_global": Lowering._to_global, "output": Lowering._output,
+}
+
+__all__ = ["Layout", "Lowering", "PNode", "split_axis"]
