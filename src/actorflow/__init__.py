@@ -5,12 +5,8 @@ A Plan (what to run) is plain data; a Session runs it on actors in this process;
 """
 
 from actorflow import errors
-from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
-from actorflow.session import Session
-
-# frontend (after the Plan: it compiles jobs into plans)
-from actorflow.frontend import functional, sbp  # noqa: E402
-from actorflow.frontend.job import (  # noqa: E402
+from actorflow.frontend import functional, sbp
+from actorflow.frontend.job import (
     Job,
     compile,
     input,
@@ -19,7 +15,9 @@ from actorflow.frontend.job import (  # noqa: E402
     random_input,
     variable,
 )
-from actorflow.frontend.placement import placement  # noqa: E402
+from actorflow.frontend.placement import placement
+from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
+from actorflow.session import Session
 
 __version__ = "0.1.0"
 

@@ -115,7 +115,7 @@ def _pow_st(base: float, exponent: Tensor) -> Tensor:
     return _add("scalar_rpow", {"in": exponent}, scalar=base)
 
 
-pow = define("pow", [  # noqa: A001
+pow = define("pow", [
     ("Tensor (Tensor input, Tensor exponent)", _pow_tt),
     ("Tensor (Tensor input, Scalar exponent, *, Bool inplace=False)", _pow_ts_inplace),
     ("Tensor (Tensor input, Scalar exponent)", _pow_ts),
@@ -164,7 +164,7 @@ def _reduce(op_type: str) -> Callable[..., Tensor]:
     return fn
 
 
-sum = define("sum", [("Tensor (Tensor x, IntList? dim=None, Bool keepdim=False)",  # noqa: A001
+sum = define("sum", [("Tensor (Tensor x, IntList? dim=None, Bool keepdim=False)",
                       _reduce("reduce_sum"))])
 mean = define("mean", [("Tensor (Tensor x, IntList? dim=None, Bool keepdim=False)",
                         _reduce("reduce_mean"))])

@@ -255,7 +255,7 @@ def job(fn: Callable[[], Any] | None = None, *, name: str | None = None,
 
 
 # module-level helpers reading the job being traced -----------------------------------------
-def input(name: str, shape: tuple[int, ...], dtype: str = "float32", **kw: Any) -> Tensor:  # noqa: A001
+def input(name: str, shape: tuple[int, ...], dtype: str = "float32", **kw: Any) -> Tensor:
     return current_job().input(name, shape, dtype, **kw)
 
 
@@ -271,7 +271,7 @@ def output(name: str, tensor: Tensor) -> None:
     current_job().output(name, tensor)
 
 
-def compile(job: Job, machines: int = 1, devices_per_machine: int = 1, **kw: Any) -> Plan:  # noqa: A001
+def compile(job: Job, machines: int = 1, devices_per_machine: int = 1, **kw: Any) -> Plan:
     """Lower a traced job onto ``machines`` x ``devices_per_machine`` ranks: a validated Plan."""
     if not isinstance(job, Job):
         raise TypeError(f"af.compile expects a Job, not {type(job).__name__}")
