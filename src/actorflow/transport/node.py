@@ -79,13 +79,13 @@ class MachineView:
             for k, d in remote.items():
                 self.descs.setdefault(int(k), RegstDesc.from_dict(d))
         produced_here = {d.regst_desc_id for t in self.tasks for d in t.produced.values()}
-        self.remote_descs = {i: self.descs[i] for t in self.tasks for i in t.consumed_ids()
-                             if i not in produced_here}
-        for i in self.remote_descs:
+        remote_ids = {i for t in self.tasks for i in t.consumed_ids() if i not in produced_here}
+        for i in sorted(remote_ids):
             if i not in self.descs:
                 raise TransportError(f"machine {machine_id}: regst desc {i} is consumed here "
                                      "but the plan neither produces it nor lists it in "
                                      "ctrl['remote_descs'] (use Plan.for_machine)")
+        self.remote_descs = {i: self.descs[i] for i in sorted(remote_ids)}
         self.producer_of = {i: d.producer_task_id for i, d in self.descs.items()}
         self.units = sorted({(t.machine_id, t.thrd_id) for t in self.tasks})
 

@@ -1,0 +1,174 @@
+"""The data-plane parts on their own: scheme registry, codec, bus routing, shm, node wiring."""
+
+from __future__ import annotations
+
+import socket
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+
+import actorflow as af
+from actorflow.actors.messages import ACK, READY, Msg
+from actorflow.errors import ProtocolError, TransportError
+from actorflow.plan.model import BlobDesc, RegstDesc
+from actorflow.transport import codec, registry
+from actorflow.transport.bus import Outbox, Router
+from actorflow.transport.node import MachineNode
+from actorflow.transport.shm import ShmArena, ShmAttach, cleanup_run, list_run_segments
+
+
+@pytest.fixture
+def pull():
+    s = registry.context().socket(zmq.PULL)
+    yield s
+    s.close(linger=0)
+
+
+# -- registry -------------------------------------------------------------------------
+def test_unknown_scheme_lists_known_ones(pull):
+    with pytest.raises(TransportError, match=r"udp://x.*known: inproc://, ipc://, tcp://"):
+        registry.bind(pull, "udp://x")
+    with pytest.raises(TransportError, match="unknown transport scheme"):
+        registry.get_backend("no-scheme-here")
+
+
+def test_tcp_port_zero_picks_a_free_port_and_busy_port_names_the_address(pull):
+    addr = registry.bind(pull, "tcp://127.0.0.1:0")
+    port = int(addr.rsplit(":", 1)[1])
+    assert port > 0
+    other = registry.context().socket(zmq.PULL)
+    try:
+        with pytest.raises(TransportError, match=f"cannot bind tcp://127.0.0.1:{port}"):
+            registry.bind(other, addr)
+    finally:
+        other.close(linger=0)
+    with socket.create_connection(("127.0.0.1", port), timeout=2):
+        pass  # really listening
+
+
+def test_bad_addresses_are_named(pull):
+    with pytest.raises(TransportError, match="expected tcp://HOST:PORT"):
+        registry.bind(pull, "tcp://nohostport")
+    with pytest.raises(TransportError, match="ipc path longer"):
+        registry.bind(pull, "ipc:///tmp/" + "x" * 200)
+    with pytest.raises(TransportError, match="cannot connect to tcp://"):
+        registry.connect(pull, "tcp://not a host:1")
+
+
+@pytest.mark.parametrize("scheme", ["inproc", "ipc", "tcp"])
+def test_every_scheme_carries_frames_in_order(pull, scheme):
+    addr = registry.bind(pull, registry.local_address(scheme, "t"))
+    out = Outbox("test")
+    try:
+        arr = np.arange(100_000, dtype=np.float32)
+        for i in range(200):
+            out.send(addr, codec.encode(codec.MSG, Msg(READY, 1, 2, 3, 0, i, i).header(),
+                                        [("a", arr + i)] if i % 50 == 0 else []))
+        for i in range(200):
+            assert pull.poll(5000)
+            head, frames = codec.recv(pull)
+            kind, body, metas = codec.decode_head(head)
+            m = Msg(*body)
+            assert (kind, m.piece_id, m.seq) == (codec.MSG, i, i)
+            if i % 50 == 0:
+                np.testing.assert_array_equal(codec.arrays_of(metas, frames)["a"], arr + i)
+    finally:
+        out.close(0)
+
+
+# -- codec ----------------------------------------------------------------------------
+def test_codec_writes_into_preallocated_memory_and_checks_shapes():
+    src = {"x": np.arange(12, dtype=np.int32).reshape(3, 4), "y": np.ones(2)}
+    frames = codec.encode(codec.MSG, [0], list(src.items()))
+    assert frames[1] is src["x"]  # no copy on the send side
+    _, _, metas = codec.decode_head(frames[0])
+    dst = {"x": np.zeros((3, 4), np.int32), "y": np.zeros(2)}
+    keep = dst["x"]
+    codec.copy_into(metas, [memoryview(f) for f in frames[1:]], dst, "desc 7")
+    assert dst["x"] is keep
+    np.testing.assert_array_equal(keep, src["x"])
+    bad = {"x": np.zeros((4, 3), np.int32), "y": np.zeros(2)}
+    with pytest.raises(TransportError, match=r"desc 7: blob 'x' arrived as \(3, 4\) int32"):
+        codec.copy_into(metas, [memoryview(f) for f in frames[1:]], bad, "desc 7")
+
+
+def test_codec_rejects_other_wire_versions_and_garbage():
+    with pytest.raises(TransportError, match="wire version 99"):
+        codec.decode_head(msgpack.packb([99, 0, [], None]))
+    with pytest.raises(TransportError, match="undecodable message header"):
+        codec.decode_head(b"\xc1garbage")
+
+
+# -- bus --------------------------------------------------------------------------------
+def test_router_attaches_blobs_only_to_ready_leaving_the_machine(pull):
+    addr = registry.bind(pull, registry.local_address("inproc", "r"))
+    mem = {5: [{"out": np.full(3, 7.0)}, {"out": np.full(3, 9.0)}]}
+    out = Outbox("test")
+    r = Router(0, {1: (0, 0), 2: (1, 0), 3: (0, 1)}, out, mem, {1: addr}, {(0, 1): addr})
+    try:
+        r.send(Msg(READY, 1, 2, 5, 1, 0))  # to machine 1: with data
+        r.send(Msg(ACK, 1, 2, 5, 1, 0))  # ACK: no data
+        r.send(Msg(READY, 1, 3, 5, 0, 0))  # same machine, other unit: slot only
+        sizes = []
+        for _ in range(3):
+            head, frames = codec.recv(pull)
+            sizes.append(len(frames))
+            if frames:
+                np.testing.assert_array_equal(
+                    codec.arrays_of(codec.decode_head(head)[2], frames)["out"], np.full(3, 9.0))
+        assert sizes == [1, 0, 0]
+        with pytest.raises(ProtocolError, match="no route to task 42"):
+            r.send(Msg(ACK, 1, 42, 5, 0, 0))
+        with pytest.raises(TransportError, match="no address for machine 2"):
+            Router(0, {9: (2, 0)}, out, mem).send(Msg(ACK, 1, 9, 5, 0, 0))
+    finally:
+        out.close(0)
+
+
+# -- shm ------------------------------------------------------------------------------
+def test_shm_slots_are_shared_between_creator_and_attacher():
+    desc = RegstDesc(3, 0, [1], 3, {"a": BlobDesc((5, 7), "float32"),
+                                    "b": BlobDesc((3,), "int64")})
+    arena = ShmArena("unit1test", 0)
+    try:
+        slots = arena.create(desc)
+        assert list_run_segments("unit1test") == ["actorflowunit1test_m0_d3"]
+        other = ShmAttach("unit1test", 0).allocate(desc)
+        slots[2]["a"][...] = 4.5
+        slots[1]["b"][...] = [1, 2, 3]
+        np.testing.assert_array_equal(other[2]["a"], np.full((5, 7), 4.5, np.float32))
+        np.testing.assert_array_equal(other[1]["b"], [1, 2, 3])
+        assert not other[0]["a"].any()  # slots do not overlap
+        with pytest.raises(TransportError, match="cannot create shared-memory segment"):
+            arena.create(desc)  # exists already
+    finally:
+        arena.unlink()
+    assert list_run_segments("unit1test") == []
+    with pytest.raises(TransportError, match="cannot attach"):
+        ShmAttach("unit1test", 0).allocate(desc)
+    with pytest.raises(ValueError, match="needs a run id"):
+        cleanup_run("")
+
+
+# -- node wiring errors -----------------------------------------------------------------
+def test_node_errors_name_what_is_missing():
+    b = af.PlanBuilder(machines=2)
+    x = b.source("constant", {"shape": [2], "value": 1.0}, piece_num=1)
+    b.output("y", b.op("relu", x, machine=1))
+    plan = b.build()
+    with pytest.raises(TransportError, match="unknown unit kind 'fiber'; known: process, thread"):
+        MachineNode(plan, 0, unit="fiber")
+    node = MachineNode(plan, 0)
+    try:
+        with pytest.raises(TransportError, match=r"lacks addresses of machines \[1\]"):
+            node.connect({0: "tcp://127.0.0.1:1"})
+        with pytest.raises(TransportError, match="no task 99"):
+            node.command(99, "start")
+    finally:
+        node.close()
+    sub = plan.for_machine(1)
+    sub.ctrl.pop("remote_descs")
+    with pytest.raises(TransportError, match="ctrl\\['remote_descs'\\]"):
+        MachineNode(sub, 1)
