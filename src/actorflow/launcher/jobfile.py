@@ -1,7 +1,8 @@
 """Load what to run from a path: a saved ``.plan``/``.json`` plan, or a Python job file.
 
-A Python job file defines ``build_plan(machines: int) -> Plan`` (a hand-built plan); the
-compiler issue adds jobs traced with ``actorflow.functional``.
+A Python job file defines ``build_plan(machines: int) -> Plan`` (a hand-built plan), or a
+job traced with ``actorflow.functional``: ``build_job(machines) -> af.Job`` or a module-level
+``job``, compiled here for the machine count.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def load_target(path: str | Path, machines: int = 1) -> Plan:
         mod = load_module(path)
         fn = getattr(mod, "build_plan", None)
         if fn is None:
-            raise LaunchError(f"{path}: a job file must define build_plan(machines)")
+            return _compile_job_file(mod, path, machines)
         kwargs = {"machines": machines} if "machines" in inspect.signature(fn).parameters else {}
         plan = fn(**kwargs)
         if not isinstance(plan, Plan):
@@ -53,6 +54,25 @@ def load_target(path: str | Path, machines: int = 1) -> Plan:
         plan.validate()
         return plan
     return load_plan(path)
+
+
+def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
+    """A job file with ``build_job(machines)`` or a module-level ``job``: compile it.
+
+    ``DEVICES_PER_MACHINE`` in the file sets the devices per machine (default 1).
+    """
+    from actorflow.frontend.job import Job
+
+    job = getattr(mod, "job", None)
+    fn = getattr(mod, "build_job", None)
+    if callable(fn):
+        kwargs = {"machines": machines} if "machines" in inspect.signature(fn).parameters else {}
+        job = fn(**kwargs)
+    if not isinstance(job, Job):
+        raise LaunchError(f"{path}: a job file must define build_plan(machines), "
+                          "build_job(machines) returning an af.Job, or a module-level af.Job "
+                          "named 'job'")
+    return job.compile(machines, int(getattr(mod, "DEVICES_PER_MACHINE", 1)))
 
 
 def runnable_check(plan: Plan, source: str | Path) -> None:
