@@ -35,7 +35,7 @@ def fmt(v: Any) -> str:
     if isinstance(v, float):
         if v == 0 or 0.01 <= abs(v) < 1e5:
             return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
-        return f"{v:.3g}"
+        return f"{v:,.0f}" if abs(v) >= 1e5 else f"{v:.3g}"
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)

@@ -1,0 +1,112 @@
+"""Runtime overhead per act: acts/s for empty kernels, against calling the kernels directly.
+
+A plan ``source(constant) -> identity x K`` (no output task: nothing leaves the runtime)
+runs ``PIECES`` pieces with every actor on one thread, and with the chain split over two
+threads.  The baseline calls the very same kernel functions in a plain Python loop, so
+``overhead/act = (runtime time - baseline time) / acts`` is what the actor machinery costs.
+
+    python bench/actor_overhead.py [--pieces 20000] [--repeats 5] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np
+from _util import median_of, print_table
+
+import actorflow as af
+from actorflow.kernels import KernelContext, get_op
+
+
+def chain_plan(k: int, threads: int, register_num: int, pieces: int) -> af.Plan:
+    b = af.PlanBuilder(register_num=register_num, name=f"overhead_k{k}_t{threads}")
+    h = b.source("constant", {"shape": [1], "dtype": "float32"}, piece_num=pieces, thrd=0)
+    for i in range(k):
+        h = b.op("identity", h, thrd=(i * threads) // k)
+    return b.build()
+
+
+def run_plan(plan: af.Plan, pieces: int) -> float:
+    """Seconds from start to the last actor's exit (session setup excluded)."""
+    s = af.Session(plan, validate=False, timeout=600)
+    try:
+        t0 = time.perf_counter()
+        s.run_to_end(pieces=pieces)
+        return time.perf_counter() - t0
+    finally:
+        s.close()
+
+
+def run_direct(k: int, pieces: int) -> float:
+    """The same kernels called in a plain loop: the work with no runtime around it."""
+    const, ident = get_op("constant").kernel, get_op("identity").kernel
+    ctx = KernelContext(np)
+    bufs = [np.zeros(1, np.float32) for _ in range(k + 1)]
+    cattrs = {"shape": [1], "dtype": "float32"}
+    pairs = [({"in": bufs[i]}, {"out": bufs[i + 1]}) for i in range(k)]
+    t0 = time.perf_counter()
+    for piece in range(pieces):
+        ctx.piece_id = piece
+        const(ctx, {}, {"out": bufs[0]}, cattrs)
+        for ins, outs in pairs:
+            ident(ctx, ins, outs, {})
+    return time.perf_counter() - t0
+
+
+def profile_one_unit(pieces: int) -> None:
+    """cProfile the unit loop itself, run on this thread (cProfile sees one thread only)."""
+    from actorflow.actors.runtime import MachineRuntime
+
+    plan = chain_plan(4, 1, 2, pieces)
+    rt = MachineRuntime(plan)
+    (unit,) = rt.units.values()
+    rt.command(plan.tasks_by_type("source")[0].task_id, "start", pieces)
+    prof = cProfile.Profile()
+    prof.enable()
+    unit._loop()
+    prof.disable()
+    rt.join()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pieces", type=int, default=20000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--chain", type=int, nargs="*", default=[1, 4, 16])
+    ap.add_argument("--profile", action="store_true", help="cProfile one 1-thread run")
+    args = ap.parse_args(argv)
+    n = args.pieces
+    if args.profile:
+        profile_one_unit(n)
+        return 0
+    rows = []
+    for k in args.chain:
+        acts = n * (k + 1)
+        base = median_of(lambda k=k: run_direct(k, n), args.repeats)
+        for threads in (1, 2):
+            if threads > k:
+                continue
+            for rn in (1, 2):
+                plan = chain_plan(k, threads, rn, n)
+                t = median_of(lambda plan=plan: run_plan(plan, n), args.repeats)
+                rows.append([k + 1, threads, rn, acts, acts / t, acts / base, t / base,
+                             (t - base) / acts * 1e6])
+    print_table(
+        f"Actor overhead: {n} pieces, empty kernels (identity on a (1,) float32), "
+        f"median of {args.repeats}",
+        ["actors", "threads", "register_num", "acts", "acts/s", "direct calls/s",
+         "time ratio (runtime/direct)", "overhead us/act"], rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
