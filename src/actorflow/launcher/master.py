@@ -98,6 +98,7 @@ class ControlMaster:
         self._last_hb = 0.0
         self._last_progress = 0.0
         self._final_acked = False
+        self._closing = False
 
     # -- public --------------------------------------------------------------------------
     @property
@@ -128,6 +129,7 @@ class ControlMaster:
                               f"(phase {self.phase})")
 
     def close(self) -> None:
+        self._closing = True
         self.phase = "closed"
         if self._thread is not None:
             self._thread.join(5.0)
@@ -350,7 +352,7 @@ class ControlMaster:
 
     def _drain_byes(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(
+        while time.monotonic() < deadline and not self._closing and any(
                 i.status not in ("failed", "lost", "bye", "aborted") for i in self.ranks.values()):
             if self._sock.poll(100):
                 ident, data = self._sock.recv_multipart()
@@ -374,7 +376,7 @@ class ControlMaster:
         results = {name: [[p, v[p]] for p in sorted(v)] for name, v in self.results.items()}
         self._to_monitors("final", summary=self.summary(), results=results)
         deadline = time.monotonic() + 5.0
-        while not self._final_acked and time.monotonic() < deadline:
+        while not self._final_acked and time.monotonic() < deadline and not self._closing:
             if self._sock.poll(100):
                 _ident, data = self._sock.recv_multipart()
                 if wire.unpack(data)["t"] == "final_ack":

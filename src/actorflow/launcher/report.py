@@ -14,8 +14,9 @@ def failure_table(children: Sequence[Child], root: Child | None, root_line: str 
     rows = [("", "rank", "host", "pid", "exit", "first error line")]
     for c in sorted(children, key=lambda c: c.rank):
         line = root_line if (c is root and root_line) else c.first_error
-        if not line and c.failed:
-            line = c.tail[-1] if c.tail else "(no output)"
+        if c.failed and (not line or ((c.exit_code or 0) < 0 and c is root)):
+            line = (f"killed by {c.status().split()[1]}" if (c.exit_code or 0) < 0
+                    else c.tail[-1] if c.tail else "(no output)")
         rows.append(("*" if c is root else "", str(c.rank), c.host, str(c.pid), c.status(),
                      line[:160]))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
@@ -23,7 +24,7 @@ def failure_table(children: Sequence[Child], root: Child | None, root_line: str 
     for r in rows:
         out.append("  ".join(v.ljust(w) for v, w in zip(r[:5], widths)) + "  " + r[5])
     if root is not None:
-        out.append(f"* root cause: rank {root.rank} on {root.host} (the first failure)")
+        out.append(f"root cause (*): rank {root.rank} on {root.host}, the first failure")
     return "\n".join(s.rstrip() for s in out)
 
 
@@ -63,6 +64,7 @@ def summary_json(summary: dict, children: Sequence[Child], extra: dict[str, Any]
         "wall_seconds": summary.get("wall_seconds", 0.0),
         "pieces_per_second": summary.get("pieces_per_second", 0.0),
         "machines": per, "error": summary.get("error"),
+        "clock_offsets": summary.get("clock_offsets", {}),
     }
     doc.update({k: v for k, v in extra.items() if k != "ok"})
     return json.dumps(doc, sort_keys=True)

@@ -82,6 +82,7 @@ def run_worker(cfg: WorkerConfig) -> int:
     old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     master = None
     client = None
+    signalled = False
     try:
         if cfg.rank == 0:
             if cfg.target is None:
@@ -99,24 +100,26 @@ def run_worker(cfg: WorkerConfig) -> int:
     except _Signalled as e:
         log(f"rank {cfg.rank}: {e}")
         code = 128 + e.signum
+        signalled = True
     except ActorflowError as e:
         log(f"error: {str(e).splitlines()[0]}")
         code = EXIT_FAILED
     finally:
         try:
-            _finish(cfg, master, client)
+            _finish(cfg, master, client, wait=1.0 if signalled else 10.0)
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
     return code
 
 
-def _finish(cfg: WorkerConfig, master: ControlMaster | None, client: ControlClient | None) -> None:
+def _finish(cfg: WorkerConfig, master: ControlMaster | None, client: ControlClient | None,
+            wait: float) -> None:
     if client is not None:
         client.close()
     if master is not None:
         try:
-            master.wait(10.0)
+            master.wait(wait)
         except ActorflowError as e:
             log(f"master: {e}")
         master.close()
