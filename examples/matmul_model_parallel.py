@@ -5,8 +5,10 @@
 
 ``w`` (K x N) is split on axis 0, so machine i holds rows K*i/2 .. K*(i+1)/2.  The compiler
 picks the matmul signature (x: S1, w: S0) -> partial_sum: each machine multiplies its
-columns of ``x`` (sliced locally from the broadcast batch) by its rows of ``w``; the two
-partial products are added by a P -> B boxing task where the result is read.
+columns of ``x`` (sliced locally from the broadcast batch) by its rows of ``w``.  The partial
+products are then added by boxing: the next op (bias_add, split by rows) is cheapest on
+P -> S0 (each machine adds its half of the rows of both partials), and the output gathers
+the halves (S0 -> B).
 """
 
 from __future__ import annotations

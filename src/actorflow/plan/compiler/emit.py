@@ -67,7 +67,8 @@ class Emitter:
             kind = head.kind if head.kind in IO_KINDS else (
                 "normal" if "normal" in kinds else "boxing")
             m, d = head.device
-            label = head.name if len(ids) == 1 else f"{head.name}+{len(ids) - 1}"
+            main = [self.nodes[i] for i in ids if self.nodes[i].kind == "normal"] or [head]
+            label = main[-1].name if len(ids) == 1 else f"{main[-1].name}+{len(ids) - 1}"
             t = Task(g, kind, m, -1, name=label, attrs=dict(head.task_attrs),
                      parallel_ctx=ParallelContext(*head.parallel))
             t.thrd_id = self._thrd(m, kind, d)
