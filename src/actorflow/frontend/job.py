@@ -103,8 +103,12 @@ class Job:
             sbp: SbpParallel | None = None) -> Tensor:
         """Append one op; infer its output now so mistakes point at the traced line."""
         name = name or self._fresh(op_type)
+        tracing = _STACK[-1] if _STACK else self
         for t in inputs.values():
-            if t.job is not self:
+            if t.job is not self or tracing is not self:
+                if t.job is self:
+                    raise CompileError(f"op '{name}' ({op_type}) reads tensor '{t.name}' of job "
+                                       f"'{self.name}' while job '{tracing.name}' is traced")
                 raise CompileError(f"op '{name}' ({op_type}) reads tensor '{t.name}' of job "
                                    f"'{t.job.name}', not of job '{self.name}'")
         if place is None and inputs:
@@ -151,8 +155,9 @@ class Job:
         t = self.add(kind, {}, attrs, name=name, place=first)
         if place is first and sbp is None:
             return t
-        return self.add("to_global", {"in": t}, name=f"{name}.global", place=place,
-                        sbp=as_sbp(sbp) if sbp is not None else broadcast)
+        sbp = as_sbp(sbp) if sbp is not None else broadcast
+        _check_axis(name, sbp, len(t.shape))
+        return self.add("to_global", {"in": t}, name=f"{name}.global", place=place, sbp=sbp)
 
     def variable(self, name: str, shape: tuple[int, ...], dtype: str = "float32", *,
                  init: str = "zeros", seed: int = 0, std: float = 1.0,
@@ -186,10 +191,14 @@ class Job:
 
     def output(self, name: str, tensor: Tensor) -> None:
         """Hand ``tensor`` to the client every piece under ``name`` (boxed to one device)."""
-        self._check_name(name)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"job '{self.name}': output name {name!r} must be a non-empty string")
+        if name in self.outputs:
+            raise ValueError(f"job '{self.name}': output name '{name}' is used twice")
         if not isinstance(tensor, Tensor):
             raise TypeError(f"output '{name}': expected a Tensor, not {type(tensor).__name__}")
-        self.add("output", {"in": tensor}, name=name)
+        # outputs have their own namespace: a variable 'w' may be output as 'w'
+        self.add("output", {"in": tensor}, {"name": name})
 
     # -- compiling ---------------------------------------------------------------------------
     def compile(self, machines: int = 1, devices_per_machine: int = 1, **kw: Any) -> Plan:
@@ -201,7 +210,7 @@ class Job:
 
     @property
     def outputs(self) -> list[str]:
-        return self.spec.names("output")
+        return self.spec.output_names()
 
 
 _INHERITS = ("input", "source", "to_global", "variable_part", "const_array")

@@ -37,7 +37,7 @@ def compile_job(job: JobSpec, machines: int = 1, devices_per_machine: int = 1, *
     tasks = Emitter(nodes, groups, machines, devices_per_machine, unit_per_task).run()
     variables = [o.name for o in job.ops if o.op_type == "variable_part"]
     plan = build_plan(tasks, job.name, machines, devices_per_machine, job.num_pieces,
-                      job.names("input"), job.names("output"), variables,
+                      job.names("input"), job.output_names(), variables,
                       {"sbp": dict(low.choices)})
     if validate:
         plan.validate()

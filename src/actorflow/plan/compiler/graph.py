@@ -7,7 +7,7 @@ frontend.  Every op has one output, the tensor named after the op.  Special op t
 - ``source``: a tensor generated each piece by a generator kernel (attrs ``kernel``,
   ``kernel_attrs``);
 - ``to_global``: the input tensor moved to a new placement and/or SBP (boxing only);
-- ``output``: hands its input to the client under the op's name.
+- ``output``: hands its input to the client under attr ``name`` (default: the op's name).
 
 Any other op type is a kernel op from the registry (``variable_part``/``const_array``
 take no inputs and hold their value in attrs).
@@ -60,6 +60,10 @@ class JobSpec:
 
     def names(self, op_type: str) -> list[str]:
         return [o.name for o in self.ops if o.op_type == op_type]
+
+    def output_names(self) -> list[str]:
+        """Outputs are named by attr ``name`` (their own namespace), else by the op name."""
+        return [o.attrs.get("name", o.name) for o in self.ops if o.op_type == "output"]
 
 
 def infer_op(op: LogicalOp, ins: dict[str, BlobDesc]) -> BlobDesc | None:
