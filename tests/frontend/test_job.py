@@ -75,7 +75,8 @@ def test_names_must_be_unique_and_tensors_from_one_job():
         x = af.input("x", (2,))
         with pytest.raises(ValueError, match="name 'x' is used twice"):
             af.variable("x", (2,))
-    with af.Job("j2"), pytest.raises(CompileError, match="reads tensor 'x' of job 'j1' while job 'j2' is traced"):
+    with af.Job("j2"), pytest.raises(CompileError,
+                                     match="reads tensor 'x' of job 'j1' while job 'j2' is"):
         F.relu(x) + af.input("y", (2,))
     with pytest.raises(CompileError, match="no job is being traced"):
         af.input("z", (2,))
@@ -141,5 +142,5 @@ def test_job_returning_a_tuple_or_a_tensor():
         return x + 1, x - 1
 
     assert one.outputs == ["out"] and two.outputs == ["out0", "out1"]
-    with pytest.raises(TypeError, match="af.compile expects a Job"):
+    with pytest.raises(TypeError, match=r"af\.compile expects a Job"):
         af.compile(object())
