@@ -108,6 +108,8 @@ class TraceUnit(FlightUnit):
 
         def act_end(a: Any) -> None:
             append((ACT_END, now(), a))
+            if len(buf) >= cap:
+                flush()
 
         self.send, self.recv, self.act_begin, self.act_end = send, recv, act_begin, act_end
         self._flush = flush
