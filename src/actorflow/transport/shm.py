@@ -70,7 +70,9 @@ def _open(name: str, create: bool, size: int = 0) -> mmap.mmap:
             os.ftruncate(fd, size)
         else:
             size = os.fstat(fd).st_size
-        return mmap.mmap(fd, size)
+        # MAP_POPULATE: fault every page in now, not during the first acts of the run
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        return mmap.mmap(fd, size, flags=flags)
     except OSError as e:
         if create:
             os.unlink(path)

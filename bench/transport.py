@@ -1,0 +1,212 @@
+"""Transport benchmark: actorflow's data plane vs raw pyzmq / memcpy, side by side in one run.
+
+    python bench/transport.py            # full run (~1-2 min on 2 cores)
+    python bench/transport.py --quick    # fewer pieces and repeats
+
+Tables (medians of several repeats; ratios against a baseline measured in the same run):
+1. hop round trip between two actors in two processes (register_num 1: one READY + one ACK
+   per piece) vs a raw pyzmq PUSH/PULL ping-pong between two processes, per transport;
+2. pipelined pieces/s of 2- and 4-stage chains of empty kernels, one process per stage,
+   for register_num 1, 2, 4, 8;
+3. a 64 MiB regst handed between two processes of one machine (shared memory; the consumer
+   copies it into its own regst) vs np.copyto of 64 MiB;
+4. the same 64 MiB regst between two simulated machines over tcp (blobs as frames into the
+   comm_net receive buffer, then into the comm_net regst) vs raw pyzmq tcp of 64 MiB.
+The raw peers are this script run with ``--peer`` in a subprocess (no pickle, no multiprocessing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import zmq
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _util import median_of, print_table
+
+import actorflow as af
+from actorflow.transport.cluster import NodeGroup
+from actorflow.transport.registry import context, local_address
+
+MIB64 = 64 << 20
+
+
+# -- actorflow side ---------------------------------------------------------------------
+def chain(stages: int, register_num: int, shape=(1,), machines: int = 1) -> af.Plan:
+    """source -> identity x (stages-1); stage k on machine k % machines; one unit per task."""
+    b = af.PlanBuilder(machines=machines, register_num=register_num, name=f"chain{stages}")
+    x = b.source("constant", {"shape": list(shape), "dtype": "uint8", "value": 1},
+                 name="src")
+    for k in range(1, stages):
+        x = b.op("identity", x, machine=k % machines, name=f"stage{k}")
+    return b.build()
+
+
+def run_plan(plan: af.Plan, unit: str, scheme: str, pieces: int) -> float:
+    """Seconds from 'start' to every actor exited (units already spawned and connected)."""
+    g = NodeGroup(plan, None, unit, scheme, 120.0)
+    try:
+        g.start()
+        src = plan.tasks_by_type("source")[0].task_id
+        t0 = time.perf_counter()
+        g.command(src, "start", pieces)
+        g.wait_exited(300.0)
+        return time.perf_counter() - t0
+    finally:
+        g.join()
+
+
+# -- raw pyzmq peers (run as subprocesses) ------------------------------------------------
+def peer_main(kind: str, addr_in: str, addr_out: str) -> int:
+    ctx = context()
+    pull, push = ctx.socket(zmq.PULL), ctx.socket(zmq.PUSH)
+    pull.bind(addr_in)
+    push.connect(addr_out)
+    try:
+        while True:
+            m = pull.recv(copy=kind != "bulk")
+            if kind == "bulk":
+                if len(m) == 1:
+                    break
+                push.send(b"k")
+            else:
+                if m == b"q":
+                    break
+                push.send(m)
+    finally:
+        pull.close(0)
+        push.close(1000)
+    return 0
+
+
+class Peer:
+    def __init__(self, kind: str, scheme: str) -> None:
+        self.ctx = context()
+        self.pull, self.push = self.ctx.socket(zmq.PULL), self.ctx.socket(zmq.PUSH)
+        back = local_address(scheme, "bench-back")
+        self.pull.bind(back if scheme != "tcp" else "tcp://127.0.0.1:*")
+        back = self.pull.getsockopt_string(zmq.LAST_ENDPOINT)
+        fwd = local_address(scheme, "bench-fwd")
+        if scheme == "tcp":
+            s = self.ctx.socket(zmq.PULL)  # find a free port for the peer
+            s.bind("tcp://127.0.0.1:*")
+            fwd = s.getsockopt_string(zmq.LAST_ENDPOINT)
+            s.close(0)
+        self.proc = subprocess.Popen([sys.executable, __file__, "--peer", kind, fwd, back])
+        self.push.connect(fwd)
+        self.kind = kind
+
+    def close(self) -> None:
+        self.push.send(b"q" if self.kind != "bulk" else b"x")
+        self.proc.wait(30)
+        self.pull.close(0)
+        self.push.close(0)
+
+
+def raw_rtt(scheme: str, n: int) -> float:
+    p = Peer("pingpong", scheme)
+    try:
+        msg = b"x" * 48  # about an encoded actor header
+        for _ in range(200):
+            p.push.send(msg)
+            p.pull.recv()
+
+        def once() -> float:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                p.push.send(msg)
+                p.pull.recv()
+            return (time.perf_counter() - t0) / n
+        return median_of(once, 5)
+    finally:
+        p.close()
+
+
+def raw_bulk(scheme: str, count: int, window: int = 2) -> float:
+    """Seconds per 64 MiB message, streamed with ``window`` in flight (like register_num)."""
+    p = Peer("bulk", scheme)
+    buf = np.ones(MIB64, np.uint8)
+    try:
+        def once() -> float:
+            t0 = time.perf_counter()
+            inflight = 0
+            for _ in range(count):
+                if inflight == window:
+                    p.pull.recv()
+                    inflight -= 1
+                p.push.send(buf, copy=False)
+                inflight += 1
+            for _ in range(inflight):
+                p.pull.recv()
+            return (time.perf_counter() - t0) / count
+        once()
+        return median_of(once, 3)
+    finally:
+        p.close()
+
+
+def memcpy_time() -> float:
+    a, b = np.ones(MIB64, np.uint8), np.zeros(MIB64, np.uint8)
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        np.copyto(b, a)
+        return time.perf_counter() - t0
+    once()
+    return median_of(once, 9)
+
+
+# -- tables -------------------------------------------------------------------------------
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--peer", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.peer:
+        sys.exit(peer_main(*args.peer))
+    n = 2000 if args.quick else 5000
+    reps = 2 if args.quick else 3
+
+    rows = []
+    for scheme, unit, machines in (("ipc", "process", 1), ("tcp", "process", 2)):
+        raw = raw_rtt(scheme, n)
+        plan = chain(2, 1, machines=machines)
+        ours = median_of(lambda p=plan, u=unit, s=scheme: run_plan(p, u, s, n), reps) / n
+        rows.append([f"{scheme}://", f"{unit} units, {machines} machine(s)", ours * 1e6,
+                     raw * 1e6, ours / raw])
+    print_table("Hop round trip (register_num 1, READY+ACK per piece, two processes)",
+                ["transport", "actorflow setup", "actorflow us", "raw pyzmq us",
+                 "ratio (goal <= 1.3)"], rows)
+
+    rows = []
+    for stages in (2, 4):
+        for rn in (1, 2, 4, 8):
+            dt = median_of(lambda s=stages, r=rn: run_plan(chain(s, r), "process", "ipc", n),
+                           reps)
+            rows.append([stages, rn, n / dt])
+    print_table("Pipelined chain of empty kernels, one process per stage (ipc + shm)",
+                ["stages", "register_num", "pieces/s (goal >= 20,000 at 2 stages, rn >= 4)"],
+                rows)
+
+    k = 6 if args.quick else 12
+    mc = memcpy_time()
+    shm = median_of(lambda: run_plan(chain(2, 2, (MIB64,)), "process", "ipc", k), reps) / k
+    tcp_raw = raw_bulk("tcp", k)
+    tcp = median_of(lambda: run_plan(chain(2, 2, (MIB64,), machines=2), "process", "tcp", k),
+                    reps) / k
+    gb = MIB64 / 1e9
+    print_table("64 MiB regst per piece (register_num 2, streamed)", [
+        "path", "actorflow ms", "baseline", "baseline ms", "actorflow GB/s", "ratio (speed)"], [
+        ["2 processes, 1 machine (shm)", shm * 1e3, "np.copyto 64 MiB", mc * 1e3, gb / shm,
+         mc / shm],
+        ["2 machines over tcp", tcp * 1e3, "raw pyzmq tcp 64 MiB", tcp_raw * 1e3, gb / tcp,
+         tcp_raw / tcp]])
+
+
+if __name__ == "__main__":
+    main()
