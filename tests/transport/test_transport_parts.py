@@ -68,8 +68,7 @@ def test_every_scheme_carries_frames_in_order(pull, scheme):
                                         [("a", arr + i)] if i % 50 == 0 else []))
         for i in range(200):
             assert pull.poll(5000)
-            head, frames = codec.recv(pull)
-            kind, body, metas = codec.decode_head(head)
+            kind, body, metas, frames = codec.recv(pull)
             m = Msg(*body)
             assert (kind, m.piece_id, m.seq) == (codec.MSG, i, i)
             if i % 50 == 0:
@@ -113,11 +112,11 @@ def test_router_attaches_blobs_only_to_ready_leaving_the_machine(pull):
         r.send(Msg(READY, 1, 3, 5, 0, 0))  # same machine, other unit: slot only
         sizes = []
         for _ in range(3):
-            head, frames = codec.recv(pull)
+            _, _, metas, frames = codec.recv(pull)
             sizes.append(len(frames))
             if frames:
-                np.testing.assert_array_equal(
-                    codec.arrays_of(codec.decode_head(head)[2], frames)["out"], np.full(3, 9.0))
+                np.testing.assert_array_equal(codec.arrays_of(metas, frames)["out"],
+                                              np.full(3, 9.0))
         assert sizes == [1, 0, 0]
         with pytest.raises(ProtocolError, match="no route to task 42"):
             r.send(Msg(ACK, 1, 42, 5, 0, 0))

@@ -94,17 +94,17 @@ class ProcessUnit:
                 if not isinstance(msg, Msg):
                     raise Stopped
             else:
-                if stream.has_pending():
-                    unit._drain_stream()
-                    wait = 1
-                else:
-                    wait = 200
-                if not sock.poll(wait):
-                    if os.getppid() != ppid:
-                        raise Stopped  # the node is gone
+                try:  # busy runs find a message waiting: skip the poll syscall
+                    kind, body, metas, frames = codec.recv(sock, zmq.NOBLOCK)
+                except zmq.Again:
+                    if stream.has_pending():
+                        unit._drain_stream()
+                        wait = 1
+                    else:
+                        wait = 200
+                    if not sock.poll(wait) and os.getppid() != ppid:
+                        raise Stopped from None  # the node is gone
                     continue
-                head, frames = codec.recv(sock)
-                kind, body, metas = codec.decode_head(head)
                 if kind == codec.STOP:
                     raise Stopped
                 if kind != codec.MSG:
@@ -125,8 +125,7 @@ class ProcessUnit:
         ppid, deadline = os.getppid(), time.monotonic() + limit
         while time.monotonic() < deadline and os.getppid() == ppid:
             if self.sock.poll(200):
-                head, _ = codec.recv(self.sock)
-                if codec.decode_head(head)[0] == codec.STOP:
+                if codec.recv(self.sock)[0] == codec.STOP:
                     return
 
     def close(self, flush: bool) -> None:

@@ -1,8 +1,8 @@
 """Wire codec: one msgpack header frame + raw array frames.  Never pickle.
 
     frames = encode(MSG, msg.header(), [("out", arr)])   # arr goes out as its own buffer
-    kind, body, metas = decode_head(frames[0])
-    copy_into(metas, frames[1:], regst_slot, where="regst desc 3")   # straight into memory
+    kind, body, metas, frames = recv(sock)                # on the receiving side
+    copy_into(metas, frames, regst_slot, where="regst desc 3")       # straight into memory
 
 The header is ``[WIRE_VERSION, kind, body, metas]`` where ``metas`` lists
 ``[blob name, dtype str, shape]`` per following frame.  A peer with another wire version
@@ -60,13 +60,19 @@ def send(sock: zmq.Socket, frames: list) -> None:
         sock.send(frames[i], 0 if i == last else zmq.SNDMORE, copy=False)
 
 
-def recv(sock: zmq.Socket) -> tuple[bytes, list]:
-    """One message: the header bytes and the array frames (``zmq.Frame``, not copied)."""
-    head = sock.recv()
-    frames = []
-    while sock.getsockopt(zmq.RCVMORE):
-        frames.append(sock.recv(copy=False))
-    return head, frames
+def recv(sock: zmq.Socket, flags: int = 0) -> tuple[int, Any, list | None, list]:
+    """One message: ``(kind, body, metas, frames)``; array frames are ``zmq.Frame`` (no copy).
+
+    The header says how many array frames follow, so small messages cost one ``recv``.
+    ``flags=zmq.NOBLOCK`` raises ``zmq.Again`` when nothing is waiting.
+    """
+    kind, body, metas = decode_head(sock.recv(flags))
+    if not metas:
+        return kind, body, metas, []
+    frames = [sock.recv(copy=False) for _ in metas]
+    if sock.getsockopt(zmq.RCVMORE):
+        raise TransportError(f"message header lists {len(metas)} blobs but more frames follow")
+    return kind, body, metas, frames
 
 
 def decode_head(head: bytes) -> tuple[int, Any, list | None]:

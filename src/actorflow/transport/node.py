@@ -248,8 +248,7 @@ class MachineNode:
             try:
                 if not sock.poll(100):
                     continue
-                head, frames = codec.recv(sock)
-                kind, body, metas = codec.decode_head(head)
+                kind, body, metas, frames = codec.recv(sock)
                 if kind == codec.MSG:
                     msg = Msg(*body)
                     if metas and msg.type == CMD:
