@@ -47,13 +47,16 @@ def _wait_for_line(stream, needle: str, timeout: float) -> list[str]:
     raise AssertionError(f"never saw {needle!r}; got {''.join(seen)}")
 
 
-@pytest.mark.parametrize("unit", ["thread"])
+@pytest.mark.parametrize("unit", ["thread", "process"])
 def test_sigkill_worker_mid_run(flowlaunch, unit):
-    shm_before = _shm()
     tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 3,
                               "--unit", unit)
     _wait_for_line(p.stderr, "progress:", 30)  # the run is under way (1 s of pieces)
     victim = _worker_pid(tag, 1)
+    argv = cmdline(victim)
+    run_id = argv[argv.index("--run-id") + 1]
+    if unit == "process":
+        assert any(run_id in n for n in _shm()), "process units should use shared memory"
     t_kill = time.monotonic()
     os.kill(victim, signal.SIGKILL)
     _out, err = p.communicate(timeout=30)
@@ -65,7 +68,7 @@ def test_sigkill_worker_mid_run(flowlaunch, unit):
     root = [x for x in table.splitlines() if x.startswith("*")]
     assert len(root) == 1 and root[0].split()[1] == "1", table  # machine 1 is the root cause
     assert tagged_pids(tag) == [], "processes of the run remain"
-    assert _shm() - shm_before == set()
+    assert {n for n in _shm() if run_id in n} == set(), "shared memory of the run remains"
 
 
 def test_kernel_error_on_machine_1_names_op_task_machine(flowlaunch):

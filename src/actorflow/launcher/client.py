@@ -7,6 +7,7 @@ unreachable master.  Only the thread that created the client may use it.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from typing import Any
@@ -37,7 +38,10 @@ class ControlClient:
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.linger = 1000
-        self._sock.connect(f"tcp://{resolve(master_host)}:{master_port}")
+        self._endpoint = f"tcp://{resolve(master_host)}:{master_port}"
+        self._sock.connect(self._endpoint)
+        self._hb: threading.Thread | None = None
+        self._hb_stop = threading.Event()
         self._last_rx = time.monotonic()
         self._last_tx = 0.0
         self._connected = False
@@ -95,6 +99,10 @@ class ControlClient:
                                   f"{m.get('reason')}")
         return out
 
+    def keepalive(self, timeout: float) -> None:
+        """Heartbeat and watch for abort for ``timeout`` s, keeping other messages queued."""
+        self._inbox.extend(m for m in self.poll(timeout) if m["t"] != "hb")
+
     def wait_for(self, types: set[str], timeout: float, what: str) -> dict:
         deadline = time.monotonic() + timeout
         while True:
@@ -105,10 +113,28 @@ class ControlClient:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise WaitTimeout(f"rank {self.rank} waited {timeout:.1f}s for {what}")
-            kept = [m for m in self.poll(min(left, 0.1)) if m["t"] != "hb"]
-            self._inbox.extend(kept)
+            self.keepalive(min(left, 0.1))
+
+    def start_heartbeat(self) -> None:
+        """Beat from a thread with its own socket, so a busy main thread is not 'lost'."""
+        self._hb_stop = threading.Event()
+        self._hb = threading.Thread(target=self._beat, name="flowlaunch-heartbeat", daemon=True)
+        self._hb.start()
+
+    def _beat(self) -> None:
+        sock = self._ctx.socket(zmq.DEALER)
+        sock.linger = 0
+        sock.connect(self._endpoint)
+        try:
+            while not self._hb_stop.wait(HEARTBEAT_EVERY):
+                sock.send(wire.pack("hb", rank=self.rank, pieces=self.pieces))
+        finally:
+            sock.close()
 
     def close(self) -> None:
+        if self._hb is not None:
+            self._hb_stop.set()
+            self._hb.join(2.0)
         self._sock.close()
         self._ctx.term()
 

@@ -133,7 +133,7 @@ class ControlMaster:
         self.phase = "closed"
         if self._thread is not None:
             self._thread.join(5.0)
-        self._sock.close()
+        self._sock.close(linger=500)  # enough to flush a last abort/shutdown to workers
         self._ctx.term()
 
     def summary(self) -> dict:
@@ -218,6 +218,12 @@ class ControlMaster:
             return
         if t == "hello":
             self._hello(ident, msg)
+            return
+        if t == "hb" and "rank" in msg:  # from a worker's heartbeat thread (its own socket)
+            info = self.ranks.get(int(msg["rank"]))
+            if info is not None:
+                info.last_seen = time.monotonic()
+                info.pieces = int(msg.get("pieces", info.pieces))
             return
         rank = self.by_ident.get(ident)
         if rank is None:

@@ -163,6 +163,7 @@ class _Machine:
         client.sync_clock()
         host = cfg.host or local_address_towards(cfg.master_host, cfg.master_port)
         msg = client.hello(host, os.getpid(), cfg.join_timeout)
+        client.start_heartbeat()  # beats on its own thread even while units start
         plan = plan_from_bytes(msg["plan"], "the plan sent by the master")
         run_id = str(msg.get("run_id") or cfg.run_id)
         self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
@@ -170,7 +171,7 @@ class _Machine:
         client.send("addr", addr=self.node.bind(host))
         peers = client.wait_for({"peers"}, cfg.join_timeout, "every machine's data address")
         self.node.connect({int(k): v for k, v in peers["peers"].items()})
-        self.node.start()
+        self.node.start()  # on this thread: unit processes die with the thread that made them
         client.send("ready")
         start = client.wait_for({"start"}, cfg.join_timeout, "the start signal")
         self._start_sources(plan, start.get("pieces"))
