@@ -191,14 +191,14 @@ def analyze(states: list[dict], tasks: dict[int, dict]) -> StuckReport:
             waited_by[n].add(t)
             todo.extend(edges.get(n, []))
     candidates = [t for t in live if (not edges[t] or any(w.lost for w in waits[t]))
-                  and waits[t] and _pending(by_id[t], waits[t]) | bool(waited_by[t])]
+                  and waits[t] and (_pending(by_id[t], waits[t]) or bool(waited_by[t]))]
     if not candidates:
         candidates = [t for t in live if waits[t]]
     roots = sorted(candidates, key=lambda t: (-_severity(waits[t]), -len(waited_by[t]), t))
     root = roots[0]
     why = "; ".join(_describe(tasks, root, w) for w in waits[root])
     n = len(waited_by[root])
-    behind = f"; {n} actor{'s' if n != 1 else ''} wait on it" if n else ""
+    behind = f"; {n} actor{'s wait' if n != 1 else ' waits'} on it" if n else ""
     near = [t for t in sorted(waited_by[root]) if root in edges[t]][:3]
     also = "".join(f"; {_describe(tasks, t, w)}" for t in near for w in waits[t]
                    if root in w.on)
