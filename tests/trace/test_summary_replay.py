@@ -81,7 +81,8 @@ def test_tampered_trace_reports_the_first_divergent_message(slow_run, tmp_path):
     r = flowlaunch("trace", "replay", tmp_path, "--actor", slow)
     assert r.returncode == 1
     assert "FIRST DIVERGENCE" in r.stdout
-    assert "piece=5 seq=5" in r.stdout  # the tampered message is the last one fed
+    culprit = r.stdout.split("divergent message:", 1)[1].splitlines()[0]
+    assert "RECV READY" in culprit and "piece=5 seq=5" in culprit  # the tampered message
     assert "ACT_BEGIN" in r.stdout.split("FIRST DIVERGENCE", 1)[1]
     # actors not involved still replay cleanly
     r = flowlaunch("trace", "replay", tmp_path, "--actor", tasks["src"].task_id)

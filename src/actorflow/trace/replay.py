@@ -21,7 +21,16 @@ from typing import Any
 from actorflow.actors.kinds import make_state
 from actorflow.actors.messages import MSG_TYPE_NAMES, Act, Exit, Msg
 from actorflow.errors import ActorflowError, TraceError
-from actorflow.trace.events import ACT_BEGIN, ACT_END, RECV, SEND, ActEvent, Event, MsgEvent
+from actorflow.trace.events import (
+    ACT_BEGIN,
+    ACT_END,
+    READY,
+    RECV,
+    SEND,
+    ActEvent,
+    Event,
+    MsgEvent,
+)
 from actorflow.trace.merge import Trace, load_trace
 
 
@@ -34,6 +43,7 @@ class ReplayResult:
     divergence: str = ""  # empty: the recording matches the state machine
     index: int = -1  # the diverging event's index among this actor's events
     last_message: str = ""
+    culprit: str = ""  # the recorded message that explains the divergence, when one does
 
     @property
     def ok(self) -> bool:
@@ -42,7 +52,8 @@ class ReplayResult:
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "label": self.label, "events": self.events,
                 "messages": self.messages, "ok": self.ok, "divergence": self.divergence,
-                "index": self.index, "last_message": self.last_message}
+                "index": self.index, "last_message": self.last_message,
+                "culprit": self.culprit}
 
     def format(self) -> str:
         head = f"replay of task {self.task_id} ({self.label}): {self.events} events, " \
@@ -50,6 +61,8 @@ class ReplayResult:
         if self.ok:
             return f"{head}: no divergence"
         fed = f"\n  last message fed: {self.last_message}" if self.last_message else ""
+        if self.culprit:
+            fed += f"\n  divergent message: {self.culprit}"
         return f"{head}\nFIRST DIVERGENCE at event #{self.index}: {self.divergence}{fed}"
 
 
@@ -99,6 +112,7 @@ def replay_actor(directory: str | os.PathLike, task_id: int,
     res = ReplayResult(task_id, task.label, len(evs), 0)
     expected: deque[Any] = deque()
     started: dict[int, Act] = {}
+    readies: list[tuple[int, MsgEvent]] = []  # fed READYs, to name the one an act read
 
     def diverge(i: int, text: str) -> ReplayResult:
         res.divergence, res.index = text, i
@@ -114,6 +128,8 @@ def replay_actor(directory: str | os.PathLike, task_id: int,
                                   f"first have done {_describe_action(expected[0])}")
             res.messages += 1
             res.last_message = f"#{i} {ev.describe()}"
+            if ev.type == READY:
+                readies.append((i, ev))
             try:
                 push(state.handle(Msg.from_header(ev.header())))
             except ActorflowError as e:
@@ -130,6 +146,7 @@ def replay_actor(directory: str | os.PathLike, task_id: int,
             a = expected.popleft() if expected else None
             if a is None or not _same_act(a, ev):
                 what = _describe_action(a) if a is not None else "nothing"
+                res.culprit = _culprit(a, ev, readies)
                 return diverge(i, f"recorded {ev.describe()}, but the state machine does "
                                   f"{what}")
             started[a.act_id] = a
@@ -145,6 +162,20 @@ def replay_actor(directory: str | os.PathLike, task_id: int,
         return diverge(len(evs), "the recording ends, but the state machine would still do "
                                  f"{_describe_action(expected[0])}")
     return res
+
+
+def _culprit(a: Any, ev: ActEvent, readies: list[tuple[int, MsgEvent]]) -> str:
+    """The fed READY that announced the regst a diverging act reads differently."""
+    if type(a) is not Act:
+        return ""
+    recorded = dict(ev.reads)
+    for desc, slot in a.reads:
+        if recorded.get(desc) != slot:
+            for i, r in reversed(readies):
+                if r.desc == desc and r.slot == slot and r.piece == a.piece_id:
+                    return (f"#{i} {r.describe()} (the recorded act read slot "
+                            f"{recorded.get(desc)} of desc {desc} for this piece)")
+    return ""
 
 
 def replay_all(directory: str | os.PathLike) -> list[ReplayResult]:
