@@ -113,3 +113,12 @@ class Launcher:
         return left
 
 
+
+
+def install_fake_ssh(bin_dir: Path) -> Path:
+    """Put an executable ``ssh`` (tests/launcher/fake_ssh.py) first on a PATH dir."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    ssh = bin_dir / "ssh"
+    ssh.write_text(f"#!{sys.executable}\n" + (HERE / "fake_ssh.py").read_text())
+    ssh.chmod(0o755)
+    return ssh
