@@ -86,11 +86,11 @@ def test_boxing_across_placements_and_uneven_splits():
     src = af.placement("cpu", ranks=[0, 1, 2])
     dst = af.placement("cpu", ranks=[3, 1])
     job = boxing_job(af.sbp.split(0), af.sbp.split(1), src, dst, shape=(7, 5))
-    plan, out = run(job, machines=2, dpm=2)
+    _, out = run(job, machines=2, dpm=2)
     for i, y in enumerate(out["y"]):
         np.testing.assert_allclose(y, np.exp(rand(1, i, (7, 5))), rtol=1e-6)
     # P on two ranks -> B on a third
-    plan, out = run(partial_job(af.sbp.broadcast, af.placement("cpu", ranks=[2])), machines=3)
+    _, out = run(partial_job(af.sbp.broadcast, af.placement("cpu", ranks=[2])), machines=3)
     for i, y in enumerate(out["y"]):
         np.testing.assert_allclose(y, partial_expected(i), rtol=1e-5, atol=1e-6)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from actorflow.errors import LaunchError
 from actorflow.launcher.jobfile import load_target
 from actorflow.plan.describe import show, to_dot
 from actorflow.plan.io import plan_to_json, save_plan
@@ -43,6 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.machines < 1:
+        raise LaunchError(f"--machines must be at least 1, got {args.machines}")
     plan = load_target(args.file, args.machines)
     action = args.plan_action
     if action == "show":

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from actorflow.errors import LaunchError, PlanLoadError
+from actorflow.errors import ActorflowError, LaunchError, PlanLoadError
 from actorflow.plan.io import load_plan
 from actorflow.plan.model import Plan
 
@@ -67,7 +67,13 @@ def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
     fn = getattr(mod, "build_job", None)
     if callable(fn):
         kwargs = {"machines": machines} if "machines" in inspect.signature(fn).parameters else {}
-        job = fn(**kwargs)
+        try:
+            job = fn(**kwargs)
+        except ActorflowError:
+            raise
+        except Exception as e:
+            raise LaunchError(f"{path}: build_job(machines={machines}) failed: "
+                              f"{type(e).__name__}: {e}") from e
     if not isinstance(job, Job):
         raise LaunchError(f"{path}: a job file must define build_plan(machines), "
                           "build_job(machines) returning an af.Job, or a module-level af.Job "
