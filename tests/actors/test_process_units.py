@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import actorflow as af
-from actorflow.errors import UnitLost
+from actorflow.errors import TransportError, UnitLost
 from actorflow.transport.node import MachineNode
-from actorflow.transport.shm import list_run_segments
+from actorflow.transport.shm import cleanup_run, list_run_segments
 
 
 def slow_plan(pieces: int = 400):
@@ -84,3 +84,16 @@ def test_close_before_start_unlinks_segments():
     assert list_run_segments(node.run_id)
     node.close()
     assert list_run_segments(node.run_id) == []
+
+
+def test_a_unit_that_cannot_build_fails_start_with_its_reason():
+    node = MachineNode(slow_plan(), 0, unit="process", timeout=20)
+    try:
+        cleanup_run(node.run_id)  # the segments vanish before the units attach
+        t0 = time.monotonic()
+        with pytest.raises(TransportError, match=r"machine 0 unit \d: cannot attach to "
+                                                 r"shared-memory segment /dev/shm/actorflow"):
+            node.start()
+        assert time.monotonic() - t0 < 10
+    finally:
+        node.close()

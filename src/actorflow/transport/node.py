@@ -246,9 +246,11 @@ class MachineNode:
         hosting = self.hosting
         while not self._rx_stop.is_set():
             try:
-                if not sock.poll(100):
+                try:  # a busy node finds the next message waiting: no poll syscall
+                    kind, body, metas, frames = codec.recv(sock, zmq.NOBLOCK)
+                except zmq.Again:
+                    sock.poll(100)
                     continue
-                kind, body, metas, frames = codec.recv(sock)
                 if kind == codec.MSG:
                     msg = Msg(*body)
                     if metas and msg.type == CMD:
