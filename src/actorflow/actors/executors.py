@@ -31,8 +31,8 @@ def register_executor(task_type: str, fn: Executor) -> Executor:
 class ActorHost:
     """One actor in a runtime: its state machine, compiled exec sequence and memory view."""
 
-    __slots__ = ("executor", "machine_id", "memory", "nodes", "runtime", "state", "stream",
-                 "task", "task_id", "unit")
+    __slots__ = ("bound", "executor", "machine_id", "memory", "nodes", "runtime", "state",
+                 "stream", "task", "task_id", "unit")
 
     def __init__(self, task: Task, state: ActorState, runtime: MachineRuntime,
                  stream: Any, unit: Any) -> None:
@@ -56,6 +56,24 @@ class ActorHost:
             ins = [(a, r.regst_desc_id, r.blob) for a, r in node.inputs.items()]
             outs = [(a, r.regst_desc_id, r.blob) for a, r in node.outputs.items()]
             self.nodes.append((op.kernel, ctx, node.kernel.attrs, ins, outs))
+        # (read slots, write slots) -> nodes with their argument dicts bound to those regsts;
+        # an actor cycles through few slot combinations, so acts reuse them (no per-act dicts)
+        self.bound: dict[tuple, list[tuple]] = {}
+
+    def bind(self, act: Act, key: tuple) -> list[tuple]:
+        """The exec sequence with argument dicts for ``act``'s slots (regst memory is fixed
+        once the unit runs, so the arrays can be looked up once per slot combination)."""
+        slots = dict(act.reads)
+        slots.update(act.writes)
+        mem = self.memory
+        bound = []
+        for kernel, ctx, attrs, ins, outs in self.nodes:
+            i = {a: mem[d][slots[d]][b] for a, d, b in ins}
+            o = {a: mem[d][slots[d]][b] for a, d, b in outs}
+            bound.append((kernel, ctx, attrs, i, o))
+        if len(self.bound) < 4096:
+            self.bound[key] = bound
+        return bound
 
     def run(self, act: Act) -> None:
         self.executor(self, act)
@@ -66,14 +84,17 @@ class ActorHost:
 
 
 def run_exec_sequence(host: ActorHost, act: Act) -> None:
-    slots = dict(act.reads)
-    slots.update(act.writes)
-    mem = host.memory
-    for kernel, ctx, attrs, ins, outs in host.nodes:
-        ctx.piece_id = act.piece_id
+    key = (*act.reads, *act.writes)
+    bound = host.bound.get(key)
+    if bound is None:
         try:
-            i = {a: mem[d][slots[d]][b] for a, d, b in ins}
-            o = {a: mem[d][slots[d]][b] for a, d, b in outs}
+            bound = host.bind(act, key)
+        except Exception as e:
+            raise host.kernel_error(host.nodes[0][1].op_name, act, e) from e
+    piece = act.piece_id
+    for kernel, ctx, attrs, i, o in bound:
+        ctx.piece_id = piece
+        try:
             kernel(ctx, i, o, attrs)
         except Exception as e:
             raise host.kernel_error(ctx.op_name, act, e) from e

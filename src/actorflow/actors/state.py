@@ -95,6 +95,7 @@ class ActorState:
         self.inflight: dict[int, Act] = {}
         self.acts = 0  # acts started
         self._sent = 0  # messages sent, for unique msg ids
+        self._id_base = self.task_id << 32
 
     # -- public API ------------------------------------------------------------------
     def handle(self, msg: Msg) -> list[Any]:
@@ -167,18 +168,20 @@ class ActorState:
 
     # -- the loop ----------------------------------------------------------------------
     def _progress(self, out: list[Any]) -> list[Any]:
-        while True:
-            while self.status == RUNNING and self._can_act():
-                act = self._start_act()
-                self.acts += 1
-                self.inflight[act.act_id] = act
-                out.append(act)
-            if self.status == RUNNING and not self.inflight and self._input_done():
-                if self._before_eord():
-                    continue
-                self._send_eord(out)
-                self.status = ZOMBIE
-            break
+        if self.status == RUNNING:
+            inflight = self.inflight
+            while True:
+                while self._can_act():
+                    act = self._start_act()
+                    self.acts += 1
+                    inflight[act.act_id] = act
+                    out.append(act)
+                if inflight or not self._input_done():
+                    return out
+                if not self._before_eord():  # it may make one more act possible (acc flush)
+                    break
+            self._send_eord(out)
+            self.status = ZOMBIE
         if self.status == ZOMBIE and not self.inflight and all(p.all_free() for p in self._prod):
             self.status = EXITED
             out.append(Exit(self.task_id))
@@ -186,20 +189,22 @@ class ActorState:
 
     def _send(self, out: list, type_: int, dst: int, desc_id: int, slot: int, piece: int,
               seq: int = 0) -> None:
-        self._sent += 1
-        out.append(Msg(type_, self.task_id, dst, desc_id, slot, piece, seq,
-                       (self.task_id << 32) | self._sent))
+        n = self._sent = self._sent + 1
+        out.append(Msg(type_, self.task_id, dst, desc_id, slot, piece, seq, self._id_base | n))
 
     def _send_ready(self, out: list, p: Produced, slot: int, piece: int) -> None:
-        if not p.consumers:  # task-local scratch: free again at once
+        consumers = p.consumers
+        if not consumers:  # task-local scratch: free again at once
             p.free.append(slot)
             return
         p.held[slot] = p.all_mask
-        seq = p.seq
-        for dst in p.consumers:
+        seq, tid, desc_id, base, n = p.seq, self.task_id, p.desc_id, self._id_base, self._sent
+        for dst in consumers:
             s = seq[dst]
             seq[dst] = s + 1
-            self._send(out, READY, dst, p.desc_id, slot, piece, s)
+            n += 1
+            out.append(Msg(READY, tid, dst, desc_id, slot, piece, s, base | n))
+        self._sent = n
 
     def _send_ack(self, out: list, c: Consumed, slot: int, piece: int) -> None:
         self._send(out, ACK, c.producer, c.desc_id, slot, piece)
@@ -244,11 +249,12 @@ class ActorState:
         return bool(self._cons)
 
     def _start_act(self) -> Act:
-        reads = [(c.desc_id, c.ready[0][0]) for c in self._cons]
-        piece = self._cons[0].ready[0][1]
+        cons = self._cons
+        piece = cons[0].ready[0][1]
+        reads = []
+        for c in cons:
+            reads.append((c.desc_id, c.ready.popleft()[0]))
         writes = [(p.desc_id, p.free.popleft()) for p in self._prod]
-        for c in self._cons:
-            c.ready.popleft()
         return Act(self.task_id, self.acts, piece, reads, writes)
 
     def _finish(self, act: Act, out: list) -> None:
