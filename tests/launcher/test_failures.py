@@ -71,6 +71,23 @@ def test_sigkill_worker_mid_run(flowlaunch, unit):
     assert {n for n in _shm() if run_id in n} == set(), "shared memory of the run remains"
 
 
+def test_killed_launcher_leaves_no_orphans_or_shm(flowlaunch):
+    """PR_SET_PDEATHSIG: workers get SIGTERM when flowlaunch dies, close units, unlink shm."""
+    tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 2,
+                              "--unit", "process")
+    _wait_for_line(p.stderr, "progress:", 30)
+    argv = cmdline(_worker_pid(tag, 0))
+    run_id = argv[argv.index("--run-id") + 1]
+    assert any(run_id in n for n in _shm())
+    p.kill()
+    p.communicate(timeout=10)
+    deadline = time.monotonic() + 10
+    while tagged_pids(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert tagged_pids(tag) == [], "workers outlived the launcher"
+    assert {n for n in _shm() if run_id in n} == set(), "shared memory of the run remains"
+
+
 def test_kernel_error_on_machine_1_names_op_task_machine(flowlaunch):
     r = flowlaunch.run("sim", JOBS / "fail_machine1.py", "--machines", 2, timeout=60)
     assert r.returncode == 1

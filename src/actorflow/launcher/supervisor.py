@@ -1,7 +1,7 @@
 """Start, watch and tear down a launcher's child processes (workers, ssh, SPMD ranks).
 
 Each child runs in its own process group (so its own children die with it) and, on Linux,
-with ``PR_SET_PDEATHSIG`` so it is killed if the launcher itself dies.  A reader thread
+with ``PR_SET_PDEATHSIG`` so it gets SIGTERM if the launcher itself dies.  A reader thread
 per child writes its output, merged, to ``<log_dir>/rank<N>.log`` and to the console with a
 ``[rank N]`` prefix, and remembers the first error line for the failure table.
 Teardown: SIGTERM to every group, SIGKILL after ``grace`` seconds.
@@ -33,8 +33,10 @@ except OSError:
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
+    # SIGTERM, not SIGKILL: a worker orphaned by a killed launcher still closes its units
+    # and unlinks its shared memory on the way out.
     if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass

@@ -63,7 +63,10 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 
 def log(msg: str) -> None:
-    print(f"flowlaunch worker: {msg}", file=sys.stderr, flush=True)
+    try:
+        print(f"flowlaunch worker: {msg}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # the launcher (our pipe's reader) is gone: keep shutting down cleanly
 
 
 def plan_source(target: str):
@@ -229,7 +232,7 @@ class _Machine:
             err.update(kernel=e.to_dict(), traceback=e.traceback_text)
         log(f"error: {first}")
         if isinstance(e, KernelError) and e.traceback_text:
-            print(e.traceback_text.rstrip(), file=sys.stderr, flush=True)
+            log("original traceback:\n" + e.traceback_text.rstrip())
         self._close_node()
         self.client.send("error", error=err)  # the socket's linger delivers it on close
 
