@@ -7,6 +7,8 @@ progress (a cycle, or acc/repeat rates that starve a fan-in) is rejected before 
 
 from __future__ import annotations
 
+import gc
+
 from actorflow.errors import OpError, PlanValidationError
 from actorflow.plan.model import SCHEMA_VERSION, TASK_TYPES, Plan, RegstDesc, Task
 
@@ -16,6 +18,18 @@ def _fail(source: str, msg: str) -> PlanValidationError:
 
 
 def validate_plan(plan: Plan, source: str = "", progress: bool = True) -> None:
+    # Validation builds many short-lived acyclic objects (dry-run states and messages); the
+    # cyclic GC rescanning them more than doubles the time for 10,000-task plans.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _validate(plan, source, progress)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _validate(plan: Plan, source: str, progress: bool) -> None:
     errs = _collect(plan)
     if errs:
         # several problems often share one cause (a dangling id breaks both ends): show a few

@@ -97,7 +97,7 @@ class Emitter:
         src_task = self.tasks[desc.producer_task_id]
         if src_task.machine_id != t.machine_id:
             desc = self._comm_net(desc, t.machine_id)
-        if desc.regst_desc_id not in t.consumed_ids():
+        if t.task_id not in desc.consumer_task_ids:
             t.consumed[f"in_{len(t.consumed)}"] = [desc.regst_desc_id]
             desc.consumer_task_ids.append(t.task_id)
         return desc
