@@ -35,15 +35,18 @@ def test_flight_false_means_no_recorder_calls():
         s.run_to_end()
 
 
-def test_flight_ring_keeps_the_last_events_only():
+def test_flight_ring_keeps_the_last_steps_only():
     rec = Recorder(None, flight_size=16)
     with af.Session(chain(pieces=30), recorder=rec) as s:
         s.run_to_end()
+    # a step = a message handed to an actor (or a completed act) + the actions it produced
+    assert all(len(u.buf) <= 32 for u in rec.units.values())
+    assert max(len(u.buf) for u in rec.units.values()) == 32
     rows = rec.flight_rows()
-    assert rows and all(len(r) == 16 for r in rows.values())
-    # the newest events are kept: the source's last act is piece 29
-    src_rows = rows[(0, 0)]
-    assert max(r[4] for r in src_rows if r[0] == ACT_BEGIN) == 29
+    # the newest events are kept: the source's last act is piece 29, the oldest are gone
+    src_acts = [r[4] for r in rows[(0, 0)] if r[0] == ACT_BEGIN]
+    assert max(src_acts) == 29 and min(src_acts) > 10
+    assert {r[0] for r in rows[(0, 0)]} <= {SEND, RECV, ACT_BEGIN, ACT_END}
 
 
 @pytest.mark.parametrize("machines", [1, 2])

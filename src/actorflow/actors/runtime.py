@@ -41,8 +41,13 @@ class ThreadUnit:
         self.actors: dict[int, ActorHost] = {}
         self.live = 0
         self.thread: threading.Thread | None = None
-        # per-unit trace hooks (actorflow.trace.recorder): None = no recorder calls at all
-        self.rec = runtime.recorder.unit(key) if runtime.recorder is not None else None
+        # trace hooks (actorflow.trace.recorder), None = no calls at all: ``ring`` is the
+        # flight recorder, a bare deque.append fed each handled message / completed act and
+        # the actions it produced; ``timed`` gets a timestamped call per event (full tracing)
+        rec = runtime.recorder.unit(key) if runtime.recorder is not None else None
+        self.rec = rec
+        self.ring = getattr(rec, "ring", None)
+        self.timed = rec if rec is not None and getattr(rec, "timed", True) else None
 
     def build(self, producer_of: dict[int, int]) -> None:
         for t in self.tasks:
@@ -66,7 +71,7 @@ class ThreadUnit:
     def _loop(self) -> None:
         rt = self.runtime
         local, inbox, actors = self.local, self.inbox, self.actors
-        rec = self.rec
+        ring, timed = self.ring, self.timed
         while self.live > 0:
             if local:
                 msg = local.popleft()
@@ -89,21 +94,31 @@ class ThreadUnit:
             host = actors.get(msg.dst)
             if host is None:
                 raise ProtocolError(f"unit {self.name} got {msg!r} for a task it does not host")
-            if rec is not None:
-                rec.recv(msg)
-            self.execute(host, host.state.handle(msg))
+            if ring is not None:
+                ring(msg)
+            elif timed is not None:
+                timed.recv(msg)
+            actions = host.state.handle(msg)
+            if ring is not None:
+                ring(actions)
+            self.execute(host, actions)
 
     def _drain_stream(self) -> None:
-        rec = self.rec
+        ring, timed = self.ring, self.timed
         for h, act in self.stream.completed():
-            if rec is not None:
-                rec.act_end(act)
-            self.execute(h, h.state.act_done(act))
+            if ring is not None:
+                ring(act)
+            elif timed is not None:
+                timed.act_end(act)
+            done = h.state.act_done(act)
+            if ring is not None:
+                ring(done)
+            self.execute(h, done)
 
     def execute(self, host: ActorHost, actions: list[Any]) -> None:
         rt = self.runtime
         send = rt.send
-        rec = self.rec
+        ring, timed = self.ring, self.timed
         stream = self.stream
         sync = stream.synchronous
         pending = deque(((host, actions),))
@@ -112,24 +127,29 @@ class ThreadUnit:
             for a in acts:
                 tp = type(a)
                 if tp is Msg:
-                    if rec is not None:
-                        rec.send(a)
+                    if timed is not None:
+                        timed.send(a)
                     send(a, self)
                 elif tp is Act:
-                    if rec is not None:
-                        rec.act_begin(a)
+                    if timed is not None:
+                        timed.act_begin(a)
                         stream.launch(h, a)
                         if sync:
-                            rec.act_end(a)
+                            timed.act_end(a)
                     else:
                         stream.launch(h, a)
                 elif tp is Exit:
                     self.live -= 1
                     rt.actor_exited(a.task_id)
             for h2, act in stream.completed():
-                if rec is not None and not sync:
-                    rec.act_end(act)  # an async act counts as done when its stream says so
-                pending.append((h2, h2.state.act_done(act)))
+                if ring is not None:
+                    ring(act)
+                elif timed is not None and not sync:
+                    timed.act_end(act)  # an async act counts as done when its stream says so
+                done = h2.state.act_done(act)
+                if ring is not None:
+                    ring(done)
+                pending.append((h2, done))
 
 
 class MachineRuntime:

@@ -101,10 +101,11 @@ class Diagnostics:
         return path
 
     # -- watchdog ----------------------------------------------------------------------
-    def _progress(self) -> int:
+    def _progress(self) -> list[Any]:
+        """Something that changes whenever any unit makes a step (compared by identity)."""
         if self.recorder is not None:
-            return self.recorder.last_event_ns()
-        return sum(s.get("acts", 0) for s in _safe_states(self._states))
+            return self.recorder.markers()
+        return [sum(s.get("acts", 0) for s in _safe_states(self._states))]
 
     def _watch(self) -> None:
         assert self.stall_timeout is not None and self._states is not None
@@ -112,7 +113,8 @@ class Diagnostics:
         last, since = self._progress(), time.monotonic()
         while not self._stop.wait(period):
             now, p = time.monotonic(), self._progress()
-            if p != last:
+            if len(p) != len(last) or any(a is not b and not (type(a) is int and a == b)
+                                          for a, b in zip(p, last)):
                 last, since = p, now
                 continue
             if now - since < self.stall_timeout:

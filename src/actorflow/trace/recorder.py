@@ -1,16 +1,17 @@
 """Recorders: the hooks the runtime calls, one small object per execution unit.
 
-The runtime asks ``recorder.unit((machine_id, thrd_id))`` once per unit and then calls
-``send(msg)``, ``recv(msg)``, ``act_begin(act)`` and ``act_end(act)`` on the result.  Each
-hook is a closure that appends one tuple ``(code, perf_counter_ns(), obj)``: no formatting
-and no copies on the hot path (rows are built when a buffer is flushed or dumped).
+The runtime asks ``recorder.unit((machine_id, thrd_id))`` once per unit and uses it as:
 
-* flight recorder (always on): the last ``flight_size`` events per unit in a
-  ``deque(maxlen=...)``; dumped with every actor's state when a run fails, stalls or gets
-  SIGUSR1 (``Recorder.dump``).
-* full tracing (``trace_dir``): a bounded list per unit, flushed to the machine's trace
-  file (``tracefile.TraceWriter``) whenever it holds ``buffer_size`` events; the flight
-  recorder keeps the tail of each flushed chunk.
+* ``unit.ring`` (flight recorder; always on): a bare ``deque.append``.  For every message a
+  unit hands to an actor it appends the message, then the list of actions the state
+  machine returned; for every completed act, the act, then the actions ``act_done``
+  returned.  Two C-level appends per step, no timestamps, no copies: this is what keeps
+  the always-on recorder within a few percent of no recorder at all.  The ring keeps the
+  last ``flight_size`` steps; rows are built only when it is dumped (``Recorder.dump``).
+* ``unit.timed`` (full tracing, ``trace_dir``): when true the runtime calls ``send(msg)``,
+  ``recv(msg)``, ``act_begin(act)``, ``act_end(act)``; each appends one tuple
+  ``(code, perf_counter_ns(), obj)`` to a list that is flushed to the machine's trace file
+  (``tracefile.TraceWriter``) whenever it holds ``buffer_size`` events.
 
 With no recorder at all the runtime makes no calls (``MachineRuntime(recorder=None)``).
 """
@@ -33,53 +34,57 @@ BUFFER_SIZE = 8192
 
 
 class FlightUnit:
-    """Always-on hooks of one unit: a ring of its last ``size`` events."""
+    """Always-on ring of one unit: its last ``size`` steps (message or act + actions)."""
 
-    __slots__ = ("act_begin", "act_end", "buf", "key", "recv", "send")
+    timed = False
 
     def __init__(self, key: tuple[int, int], size: int = FLIGHT_SIZE) -> None:
         self.key = key
-        self.buf: deque[tuple] = deque(maxlen=size)
-        append, now = self.buf.append, time.perf_counter_ns
+        self.size = size
+        self.buf: deque = deque(maxlen=2 * size)
+        self.ring = self.buf.append
 
-        def send(m: Any) -> None:
-            append((SEND, now(), m))
+    def rows(self) -> list[list]:
+        """The ring as event rows (``t`` = -1: the ring keeps order, not time)."""
+        out: list[list] = []
+        for o in _snapshot(self.buf):
+            if isinstance(o, list):
+                for a in o:
+                    if hasattr(a, "msg_id"):
+                        out.append(to_row((SEND, -1, a)))
+                    elif hasattr(a, "act_id"):
+                        out.append(to_row((ACT_BEGIN, -1, a)))
+            elif hasattr(o, "msg_id"):
+                out.append(to_row((RECV, -1, o)))
+            elif hasattr(o, "act_id"):
+                out.append(to_row((ACT_END, -1, o)))
+        return out
 
-        def recv(m: Any) -> None:
-            append((RECV, now(), m))
-
-        def act_begin(a: Any) -> None:
-            append((ACT_BEGIN, now(), a))
-
-        def act_end(a: Any) -> None:
-            append((ACT_END, now(), a))
-
-        self.send, self.recv, self.act_begin, self.act_end = send, recv, act_begin, act_end
-
-    def last(self) -> list[tuple]:
-        return _snapshot(self.buf)
+    def marker(self) -> Any:
+        """The newest entry (an object): changes whenever the unit made a step."""
+        try:
+            return self.buf[-1]
+        except IndexError:
+            return None
 
     def flush(self) -> None:
         pass
 
-    def last_time(self) -> int:
-        try:
-            return self.buf[-1][1]
-        except IndexError:
-            return 0
 
+class TraceUnit:
+    """Full tracing: every event timestamped and kept, flushed in chunks to the trace file."""
 
-class TraceUnit(FlightUnit):
-    """Full tracing: every event kept, flushed in chunks to the machine's trace file."""
-
-    __slots__ = ("_flush", "events", "writer")
+    timed = True
+    ring = None
 
     def __init__(self, key: tuple[int, int], writer: TraceWriter, size: int = FLIGHT_SIZE,
                  buffer_size: int = BUFFER_SIZE) -> None:
-        super().__init__(key, size)
+        self.key = key
+        self.size = size
         self.writer = writer
         self.events: list[tuple] = []
-        buf, flight, cap = self.events, self.buf, buffer_size
+        self.tail: deque[tuple] = deque(maxlen=size)  # flushed events, for dumps
+        buf, tail, cap = self.events, self.tail, buffer_size
         append, now = buf.append, time.perf_counter_ns
         lock = threading.Lock()
 
@@ -87,7 +92,7 @@ class TraceUnit(FlightUnit):
             with lock:  # the unit thread and a closing client may both flush
                 chunk = buf[:]
                 del buf[:len(chunk)]
-                flight.extend(chunk[-flight.maxlen:])
+                tail.extend(chunk[-size:])
             if chunk:
                 writer.write_rows(key, [to_row(e) for e in chunk])
 
@@ -112,23 +117,19 @@ class TraceUnit(FlightUnit):
                 flush()
 
         self.send, self.recv, self.act_begin, self.act_end = send, recv, act_begin, act_end
-        self._flush = flush
+        self.flush = flush
 
-    def last(self) -> list[tuple]:
-        tail = self.events[:]
-        n = self.buf.maxlen or FLIGHT_SIZE
-        if len(tail) >= n:
-            return tail[-n:]
-        return (_snapshot(self.buf) + tail)[-n:]
+    def rows(self) -> list[list]:
+        recent = self.events[:]
+        if len(recent) < self.size:
+            recent = (_snapshot(self.tail) + recent)[-self.size:]
+        return [to_row(e) for e in recent[-self.size:]]
 
-    def flush(self) -> None:
-        self._flush()
-
-    def last_time(self) -> int:
+    def marker(self) -> Any:
         try:
-            return self.events[-1][1]
+            return self.events[-1]
         except IndexError:
-            return super().last_time()
+            return self.tail[-1] if self.tail else None
 
 
 def _snapshot(d: deque) -> list:
@@ -169,7 +170,7 @@ class Recorder:
         self.clock_error = clock_error
         self.tag = tag
         self.dump_dir = Path(dump_dir) if dump_dir is not None else None
-        self.units: dict[tuple[int, int], FlightUnit] = {}
+        self.units: dict[tuple[int, int], FlightUnit | TraceUnit] = {}
         self.writers: dict[int, TraceWriter] = {}
         self.dumps: list[Path] = []
         self._lock = threading.Lock()
@@ -185,7 +186,7 @@ class Recorder:
     def tracing(self) -> bool:
         return self.trace_dir is not None
 
-    def unit(self, key: tuple[int, int]) -> FlightUnit:
+    def unit(self, key: tuple[int, int]) -> FlightUnit | TraceUnit:
         """The hooks of unit ``key = (machine_id, thrd_id)`` (made once per unit)."""
         with self._lock:
             u = self.units.get(key)
@@ -212,12 +213,12 @@ class Recorder:
         for w in self.writers.values():
             w.set_clock(offset, error)
 
-    def last_event_ns(self) -> int:
-        """Time of the newest recorded event in any unit (the watchdog's progress signal)."""
-        return max((u.last_time() for u in list(self.units.values())), default=0)
+    def markers(self) -> list[Any]:
+        """The newest entry of every unit: the watchdog's progress signal (compare by ``is``)."""
+        return [u.marker() for u in list(self.units.values())]
 
     def flight_rows(self) -> dict[tuple[int, int], list[list]]:
-        return {k: [to_row(e) for e in u.last()] for k, u in list(self.units.items())}
+        return {k: u.rows() for k, u in list(self.units.items())}
 
     def dump(self, reason: str, states: Iterable[dict], error: str = "",
              directory: str | os.PathLike | None = None) -> Path:
