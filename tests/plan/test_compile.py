@@ -218,3 +218,20 @@ def test_cuda_placements_compile_to_device_memory():
     plan = af.compile(job, machines=1, devices_per_machine=2)
     mems = {d.mem_case for t in plan.tasks_by_type("normal") for d in t.produced.values()}
     assert mems == {"cuda:0", "cuda:1"}
+    # host input -> each device, and each device -> host for the output: copy tasks
+    descs = plan.regst_descs()
+    for t in plan.tasks:
+        reads = {descs[i].mem_case for i in t.consumed_ids()}
+        writes = {d.mem_case for d in t.produced.values()}
+        if t.task_type == "copy_h2d":
+            assert reads == {"host"} and writes <= {"cuda:0", "cuda:1"} and len(writes) == 1
+        elif t.task_type == "copy_d2h":
+            assert reads <= {"cuda:0", "cuda:1"} and writes == {"host"}
+        elif t.task_type == "output":
+            assert reads == {"host"}
+        elif reads:
+            assert reads == writes, t.label  # kernels only touch their own memory
+    kinds = Counter(t.task_type for t in plan.tasks)
+    # input -> d0; d0 -> d1 and d1 -> d0 (through host memory); the gathered output -> host
+    assert kinds["copy_h2d"] == 3 and kinds["copy_d2h"] == 3
+    assert len({t.thrd_id for t in plan.tasks if t.task_type.startswith("copy")}) == 4

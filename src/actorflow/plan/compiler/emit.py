@@ -4,7 +4,9 @@ Every node's output is one regst desc of its task (blob ``out``); a desc no othe
 reads is task-local scratch with ``register_num`` 1.  A desc read on another machine goes
 through one ``comm_net`` task on the receiving machine.  Thread ids per machine: device
 ``d`` computes on thread ``d``, comm_net tasks share thread ``devices_per_machine``,
-input/source/output tasks share the next one; ``unit_per_task`` gives every task its own.
+input/source/output tasks share the next one, then one copy thread per device and
+direction (``copy_h2d``/``copy_d2h`` join host and CUDA memory); ``unit_per_task`` gives
+every task its own.
 A kernel task with no input at all (only variables/constants) reads the regst of an
 input or source task as its per-piece tick, so it acts exactly once per piece.
 """
@@ -40,6 +42,8 @@ class Emitter:
         self.tasks: list[Task] = []
         self.desc_of: dict[int, RegstDesc] = {}  # node id -> its regst desc
         self._comm: dict[tuple[int, int], RegstDesc] = {}  # (desc id, machine) -> local copy
+        self._copies: dict[tuple[int, str], RegstDesc] = {}  # (desc id, mem case) -> copy
+        self.mem: dict[int, str] = {}  # task id -> memory case its kernels work in
         self._next_desc = 0
         self._next_thrd: dict[int, int] = {}
 
@@ -52,6 +56,8 @@ class Emitter:
             return self.dpm
         if kind in IO_KINDS:
             return self.dpm + 1
+        if kind in ("copy_h2d", "copy_d2h"):  # one copy thread per device and direction
+            return self.dpm + 2 + 2 * device + (kind == "copy_d2h")
         return device
 
     def _desc(self, task: Task, blobs: dict, register_num: int, name: str) -> RegstDesc:
@@ -74,6 +80,7 @@ class Emitter:
             t.thrd_id = self._thrd(m, kind, d)
             self.tasks.append(t)
             mem = f"cuda:{d}" if head.device_type == "cuda" and kind not in IO_KINDS else "host"
+            self.mem[t.task_id] = mem
             for nid in ids:
                 n = self.nodes[nid]
                 if n.out is not None:
@@ -96,7 +103,9 @@ class Emitter:
             return desc
         src_task = self.tasks[desc.producer_task_id]
         if src_task.machine_id != t.machine_id:
+            desc = self._copy(desc, src_task.machine_id, "host")  # the network reads host memory
             desc = self._comm_net(desc, t.machine_id)
+        desc = self._copy(desc, t.machine_id, self.mem[t.task_id])
         if t.task_id not in desc.consumer_task_ids:
             t.consumed[f"in_{len(t.consumed)}"] = [desc.regst_desc_id]
             desc.consumer_task_ids.append(t.task_id)
@@ -109,10 +118,33 @@ class Emitter:
                      name=f"comm_net{desc.regst_desc_id}->m{machine}")
             t.thrd_id = self._thrd(machine, "comm_net", 0)
             self.tasks.append(t)
+            self.mem[t.task_id] = "host"
             t.consumed["in"] = [desc.regst_desc_id]
             desc.consumer_task_ids.append(t.task_id)
             self._comm[key] = self._desc(t, desc.blobs, desc.register_num, "out")
         return self._comm[key]
+
+    def _copy(self, desc: RegstDesc, machine: int, mem: str) -> RegstDesc:
+        """``desc`` in memory ``mem``, through copy_d2h / copy_h2d tasks (device-host-device)."""
+        if desc.mem_case == mem:
+            return desc
+        if desc.mem_case != "host" and mem != "host":
+            desc = self._copy(desc, machine, "host")
+        key = (desc.regst_desc_id, mem)
+        if key not in self._copies:
+            kind = "copy_d2h" if mem == "host" else "copy_h2d"
+            device = int((desc.mem_case if mem == "host" else mem).partition(":")[2] or 0)
+            t = Task(len(self.tasks), kind, machine, -1,
+                     name=f"{kind}{desc.regst_desc_id}->{mem}")
+            t.thrd_id = self._thrd(machine, kind, device)
+            self.tasks.append(t)
+            self.mem[t.task_id] = mem
+            t.consumed["in"] = [desc.regst_desc_id]
+            desc.consumer_task_ids.append(t.task_id)
+            out = self._desc(t, desc.blobs, desc.register_num, "out")
+            out.mem_case = mem
+            self._copies[key] = out
+        return self._copies[key]
 
     def _wire(self, t: Task, ids: list[int]) -> None:
         for nid in ids:
@@ -136,6 +168,7 @@ class Emitter:
                 desc = next(iter(clock.produced.values()))
                 if clock.machine_id != t.machine_id:
                     desc = self._comm_net(desc, t.machine_id)
+                desc = self._copy(desc, t.machine_id, self.mem[t.task_id])
                 t.consumed["tick"] = [desc.regst_desc_id]
                 desc.consumer_task_ids.append(t.task_id)
 
