@@ -140,8 +140,9 @@ class Lowering:
         src = self.layouts[src_name]
         dev = src.devices[:1]
         (piece,) = self.box(src_name, dev, "B")
-        self._node("output", op.name, "", {}, dev[0], {"in": piece}, None,
-                   task_attrs={"output_name": op.attrs.get("name", op.name)})
+        name = op.attrs.get("name", op.name)
+        self._node("output", name, "", {}, dev[0], {"in": piece}, None,
+                   task_attrs={"output_name": name})
 
     def _no_input(self, op: LogicalOp) -> None:
         devs = self._devices(op, op.ranks or (0,))
