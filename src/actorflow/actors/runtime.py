@@ -121,15 +121,19 @@ class ThreadUnit:
         ring, timed = self.ring, self.timed
         stream = self.stream
         sync = stream.synchronous
-        pending = deque(((host, actions),))
-        while pending:
-            h, acts = pending.popleft()
+        local, mine = self.local, self.actors
+        pending: deque | None = None  # made only when an act completes (no per-call alloc)
+        h, acts = host, actions
+        while True:
             for a in acts:
                 tp = type(a)
                 if tp is Msg:
                     if timed is not None:
                         timed.send(a)
-                    send(a, self)
+                    if a.dst in mine:  # same unit: straight to the local deque
+                        local.append(a)
+                    else:
+                        send(a, self)
                 elif tp is Act:
                     if timed is not None:
                         timed.act_begin(a)
@@ -149,7 +153,12 @@ class ThreadUnit:
                 done = h2.state.act_done(act)
                 if ring is not None:
                     ring(done)
+                if pending is None:
+                    pending = deque()
                 pending.append((h2, done))
+            if not pending:
+                return
+            h, acts = pending.popleft()
 
 
 class MachineRuntime:
