@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from actorflow.launcher.cmd_trace import add_trace_options
 from actorflow.launcher.rankenv import resolve_rank_env
 from actorflow.launcher.worker import WorkerConfig, run_worker
 
@@ -53,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds for every rank to join / set up (default: 60)")
     p.add_argument("--heartbeat-timeout", type=float, default=2.0,
                    help="rank 0: seconds without heartbeat before a machine is lost (default: 2)")
+    add_trace_options(p)
     p.set_defaults(func=main)
 
 
@@ -63,5 +65,6 @@ def main(args: argparse.Namespace) -> int:
         master_port=env.master_port, target=args.plan, unit=args.unit, pieces=args.pieces,
         run_id=args.run_id or os.environ.get("ACTORFLOW_RUN_ID", ""), host=args.host,
         out=args.out, connect_timeout=args.connect_timeout, join_timeout=args.join_timeout,
-        heartbeat_timeout=args.heartbeat_timeout)
+        heartbeat_timeout=args.heartbeat_timeout, trace=args.trace,
+        stall_timeout=args.stall_timeout)
     return run_worker(cfg)

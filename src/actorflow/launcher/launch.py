@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actorflow.errors import LaunchError
+from actorflow.launcher.cmd_trace import add_trace_options, trace_worker_args
 from actorflow.launcher.jobfile import job_check, load_target, runnable_check
 from actorflow.launcher.monitor import Monitor
 from actorflow.launcher.outputs import outputs_from_results, run_check, save_outputs
@@ -56,6 +57,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "(default 2)")
     p.add_argument("--join-timeout", type=float, default=60.0,
                    help="seconds for every worker to join the master (default 60)")
+    add_trace_options(p)
 
 
 def load_checked(target: str, machines: int):
@@ -86,6 +88,7 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
                 wargs.insert(1, str(Path(args.plan).resolve()))
             if args.pieces is not None:
                 wargs += ["--pieces", str(args.pieces)]
+            wargs += trace_worker_args(args)
             env = dict(os.environ, ACTORFLOW_RUN_ID=run_id, PYTHONUNBUFFERED="1")
             argv, env = cluster.spawner(rank, host, wargs, env)
             sup.spawn(rank, host, argv, env)

@@ -28,6 +28,7 @@ from actorflow.launcher.master import ControlMaster
 from actorflow.launcher.ports import local_address_towards
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Plan, Task
+from actorflow.trace.diagnostics import Diagnostics
 
 EXIT_OK, EXIT_FAILED, EXIT_ABORTED = 0, 1, 3
 
@@ -48,6 +49,8 @@ class WorkerConfig:
     join_timeout: float = 60.0
     heartbeat_timeout: float = 2.0
     run_timeout: float = 0.0    # 0: no limit (heartbeats still catch dead machines)
+    trace: str | None = None    # record every event to this directory (trace/)
+    stall_timeout: float | None = None  # watchdog: fail when no actor progressed this long
 
 
 class _Signalled(Exception):
@@ -140,6 +143,7 @@ class _Machine:
         self.cfg = cfg
         self.client = client
         self.node: Any = None
+        self.diag: Any = None  # trace.Diagnostics: flight recorder, --trace, watchdog
         self.results: queue.SimpleQueue = queue.SimpleQueue()
         self.delivered = 0
 
@@ -169,8 +173,13 @@ class _Machine:
         client.start_heartbeat()  # beats on its own thread even while units start
         plan = plan_from_bytes(msg["plan"], "the plan sent by the master")
         run_id = str(msg.get("run_id") or cfg.run_id)
+        self.diag = Diagnostics(plan, trace=cfg.trace, stall_timeout=cfg.stall_timeout,
+                                clock_offset=client.clock.offset,
+                                clock_error=client.clock.delay / 2,
+                                plan_file=f"plan-m{cfg.rank}.plan")
         self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
-                                on_deliver=self._on_deliver)
+                                on_deliver=self._on_deliver, recorder=self.diag.recorder)
+        self.diag.attach(self.node.actor_states, self.node.fail)
         client.send("addr", addr=self.node.bind(host))
         peers = client.wait_for({"peers"}, cfg.join_timeout, "every machine's data address")
         self.node.connect({int(k): v for k, v in peers["peers"].items()})
@@ -237,6 +246,9 @@ class _Machine:
         self.client.send("error", error=err)  # the socket's linger delivers it on close
 
     def _close_node(self) -> None:
+        if self.diag is not None:  # dump the flight recorder if the run failed; flush --trace
+            diag, self.diag = self.diag, None
+            diag.close(self.node.error if self.node is not None else None)
         if self.node is not None:
             node, self.node = self.node, None
             node.close()

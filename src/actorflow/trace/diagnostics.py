@@ -46,7 +46,8 @@ class Diagnostics:
     def __init__(self, plan: Any, *, trace: str | os.PathLike | None = None,
                  flight: bool = True, stall_timeout: float | None = None,
                  dump_dir: str | os.PathLike | None = None, clock_offset: float = 0.0,
-                 clock_error: float = 0.0, tag: str = "") -> None:
+                 clock_error: float = 0.0, tag: str = "",
+                 plan_file: str = "plan.plan") -> None:
         if stall_timeout is not None and stall_timeout <= 0:
             raise ValueError(f"stall_timeout must be > 0 seconds, got {stall_timeout}")
         self.plan = plan
@@ -54,7 +55,8 @@ class Diagnostics:
         self.recorder: Recorder | None = None
         if trace is not None or flight:
             self.recorder = Recorder(plan, trace_dir=trace, clock_offset=clock_offset,
-                                     clock_error=clock_error, tag=tag, dump_dir=dump_dir)
+                                     clock_error=clock_error, tag=tag, dump_dir=dump_dir,
+                                     plan_file=plan_file)
         self.dump_dir = Path(dump_dir) if dump_dir is not None else None
         self.tasks = plan_info(plan)
         self.dumps: list[Path] = []

@@ -31,16 +31,19 @@ def _plain(v: Any) -> Any:
     return v if v is None or isinstance(v, (int, float, str, bool)) else repr(v)[:64]
 
 
-def to_row(ev: tuple) -> list:
-    """One hot-path tuple -> one plain row (see the module docstring)."""
+def to_row(ev: tuple) -> tuple:
+    """One hot-path tuple -> one plain row (see the module docstring); msgpack writes
+    tuples as arrays, so no list is built."""
     code, t, o = ev
     if code <= RECV:
-        return [code, t, o.type, o.src, o.dst, o.regst_desc_id, o.slot, o.piece_id, o.seq,
-                o.msg_id, o.cmd, _plain(o.payload)]
+        p = o.payload
+        if p is not None and type(p) is not int:
+            p = _plain(p)
+        return (code, t, o.type, o.src, o.dst, o.regst_desc_id, o.slot, o.piece_id, o.seq,
+                o.msg_id, o.cmd, p)
     if code == ACT_BEGIN:
-        return [code, t, o.task_id, o.act_id, o.piece_id, [list(r) for r in o.reads],
-                [list(w) for w in o.writes]]
-    return [code, t, o.task_id, o.act_id, o.piece_id]
+        return (code, t, o.task_id, o.act_id, o.piece_id, o.reads, o.writes)
+    return (code, t, o.task_id, o.act_id, o.piece_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,7 +148,8 @@ class Recorder:
     ``plan`` supplies task names for dumps and is saved next to the trace (``plan.plan``)
     so that export, summary and replay need nothing else.  ``clock_offset``/``clock_error``
     (seconds, master clock - local clock, from the rendezvous) are written into every
-    trace file; ``tag`` distinguishes several processes of one machine (process units).
+    trace file; ``tag`` distinguishes several processes of one machine (process units);
+    ``plan_file`` names the saved plan (one per worker: ``plan-m<rank>.plan``).
     """
 
     def __init__(
@@ -161,6 +162,7 @@ class Recorder:
         clock_error: float = 0.0,
         tag: str = "",
         dump_dir: str | os.PathLike | None = None,
+        plan_file: str = "plan.plan",
     ) -> None:
         self.plan = plan
         self.trace_dir = Path(trace_dir) if trace_dir is not None else None
@@ -180,7 +182,7 @@ class Recorder:
             if plan is not None:
                 from actorflow.plan.io import save_plan
 
-                save_plan(plan, self.trace_dir / (f"plan-{tag}.plan" if tag else "plan.plan"))
+                save_plan(plan, self.trace_dir / plan_file)
 
     @property
     def tracing(self) -> bool:

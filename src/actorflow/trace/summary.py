@@ -279,7 +279,7 @@ def format_summary(s: dict[str, Any]) -> str:
                  f"{'input%':>7} {'backp%':>7}  blocked on")
     for a in s["actors"]:
         why = ""
-        if a["backpressure_on"]:
+        if a["backpressure_on"] and a["backpressure_pct"] >= a["input_wait_pct"]:
             o = a["backpressure_on"][0]
             why = (f"free regst of desc {o['regst_desc_id']} held by task {o['consumer']} "
                    f"({o['consumer_label']})")

@@ -217,6 +217,11 @@ class MachineNode:
     def describe_live(self) -> str:
         return self.hosting.describe_live()
 
+    def actor_states(self) -> list[dict]:
+        """Every local actor's ``blocked_on()`` (trace dumps); [] where units are processes."""
+        states = getattr(self.hosting, "actor_states", None)
+        return states() if states is not None else []
+
     def close(self, timeout: float = 5.0) -> None:
         """Stop everything this node started; safe to call twice and after a failure."""
         if self._closed:

@@ -41,6 +41,9 @@ class ThreadHosting:
     def start(self) -> None:
         self.runtime.start()
 
+    def actor_states(self) -> list[dict]:
+        return self.runtime.actor_states()
+
     @property
     def error(self) -> BaseException | None:
         return self.runtime.error
