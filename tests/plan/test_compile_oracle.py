@@ -1,8 +1,9 @@
 """The numerical oracle: random jobs on random placements and SBP hints equal numpy.
 
 Hypothesis draws a job (elementwise ops, matmul chains, reductions, softmax, reshape,
-transpose, SBP/placement hints) and a cluster of 1-4 machines x 1-2 devices; the compiled
-plan is run with Session and must match plain numpy on one device.
+transpose, SBP/placement hints), a cluster of 1-4 machines x 1-2 devices and the compile
+options (merging on/off, one execution unit per task or per device); the compiled plan is
+run with Session and must match plain numpy on one device.
 """
 
 from __future__ import annotations
@@ -71,13 +72,15 @@ def descriptions(draw) -> dict:
             rs = ranks()
             steps.append(["hint", rs, sbp(shape, rs)])
     return {"machines": machines, "dpm": dpm, "pieces": 2, "inputs": inputs, "steps": steps,
-            "combine": draw(st.sampled_from(sorted(BINARY)))}
+            "combine": draw(st.sampled_from(sorted(BINARY))),
+            "options": {"merge": draw(st.booleans()), "unit_per_task": draw(st.booleans())}}
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(descriptions())
 def test_random_jobs_on_random_placements_equal_numpy(desc):
-    plan = af.compile(build(desc), machines=desc["machines"], devices_per_machine=desc["dpm"])
+    plan = af.compile(build(desc), machines=desc["machines"], devices_per_machine=desc["dpm"],
+                      **desc["options"])
     with af.Session(plan, timeout=30) as s:
         out = s.run_to_end()["y"]
     assert len(out) == desc["pieces"]
