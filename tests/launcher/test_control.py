@@ -106,6 +106,7 @@ def test_clock_offset_math_recovers_a_skewed_clock():
 
 def test_silent_machine_is_declared_lost_and_others_aborted(master):
     joined = threading.Barrier(2)
+    done = threading.Event()
     detected: dict = {}
 
     def healthy():
@@ -121,6 +122,7 @@ def test_silent_machine_is_declared_lost_and_others_aborted(master):
             detected["after"] = time.monotonic() - t0
             detected["reason"] = str(e.value)
         finally:
+            done.set()
             c.close()
 
     def silent():
@@ -129,7 +131,7 @@ def test_silent_machine_is_declared_lost_and_others_aborted(master):
             c.sync_clock()
             c.hello("h1", 2, 10)
             joined.wait()
-            time.sleep(4)                # no heartbeats: looks dead to the master
+            done.wait(8)                 # no heartbeats meanwhile: looks dead to the master
         finally:
             c.close()
 

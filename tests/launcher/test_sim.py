@@ -85,3 +85,17 @@ def test_help_has_examples(flowlaunch, sub):
 def test_spmd_help(flowlaunch):
     r = flowlaunch.run("--nproc-per-node", "1", "--help", timeout=30)
     assert r.returncode == 0 and "examples:" in r.stdout and "--nnodes" in r.stdout
+
+
+def test_sim_plan_with_client_inputs_is_one_line(flowlaunch):
+    r = flowlaunch.run("sim", JOBS / "input_plan.py", "--machines", 1, timeout=30)
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "input tasks ['x'] fed by a client" in lines[0], r.stderr
+
+
+def test_sim_missing_plan_file_is_one_line(flowlaunch, tmp_path):
+    r = flowlaunch.run("sim", tmp_path / "nope.plan", "--machines", 2, timeout=30)
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "nope.plan: no such file" in lines[0], r.stderr
