@@ -62,8 +62,11 @@ FIXED = [
 ]
 
 
-@pytest.mark.parametrize("desc", FIXED, ids=["2x2-devices", "3-machines"])
-def test_fixed_oracle_jobs_through_sim(tmp_path, desc):
+@pytest.mark.parametrize("desc, options, unit", [
+    (FIXED[0], {}, "thread"), (FIXED[1], {}, "thread"),
+    (FIXED[1], {"unit_per_task": True}, "process"),
+], ids=["2x2-devices", "3-machines", "3-machines-process-per-task"])
+def test_fixed_oracle_jobs_through_sim(tmp_path, desc, options, unit):
     job_file = tmp_path / "oracle_job.py"
     job_file.write_text(
         "import json, sys\n"
@@ -71,12 +74,13 @@ def test_fixed_oracle_jobs_through_sim(tmp_path, desc):
         "from tests.plan.compile_oracle import build, max_error\n"
         f"DESC = json.loads({json.dumps(desc)!r})\n"
         "DEVICES_PER_MACHINE = DESC['dpm']\n"
+        f"COMPILE_OPTIONS = {options!r}\n"
         "def build_job(machines):\n"
         "    return build(DESC)\n"
         "def check(outputs):\n"
         "    return max_error(DESC, outputs)\n")
     out = tmp_path / "out.npz"
-    res = sim(job_file, desc["machines"], out)
+    res = sim(job_file, desc["machines"], out, "--unit", unit)
     assert "OK" in res.stdout
     got = np.load(out)["y"]
     assert got.shape[0] == desc["pieces"]

@@ -59,7 +59,8 @@ def load_target(path: str | Path, machines: int = 1) -> Plan:
 def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
     """A job file with ``build_job(machines)`` or a module-level ``job``: compile it.
 
-    ``DEVICES_PER_MACHINE`` in the file sets the devices per machine (default 1).
+    ``DEVICES_PER_MACHINE`` in the file sets the devices per machine (default 1) and
+    ``COMPILE_OPTIONS`` extra ``af.compile`` keywords (``merge``, ``unit_per_task``).
     """
     from actorflow.frontend.job import Job
 
@@ -78,7 +79,8 @@ def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
         raise LaunchError(f"{path}: a job file must define build_plan(machines), "
                           "build_job(machines) returning an af.Job, or a module-level af.Job "
                           "named 'job'")
-    return job.compile(machines, int(getattr(mod, "DEVICES_PER_MACHINE", 1)))
+    options = dict(getattr(mod, "COMPILE_OPTIONS", {}))  # e.g. {"unit_per_task": True}
+    return job.compile(machines, int(getattr(mod, "DEVICES_PER_MACHINE", 1)), **options)
 
 
 def runnable_check(plan: Plan, source: str | Path) -> None:
