@@ -144,3 +144,20 @@ def test_two_inputs_fan_in():
     with af.Session(b.build()) as s:
         zs = list(s.run_many({"a": np.full(2, i), "b": np.full(2, 2.0)} for i in range(6)))
     assert [float(z[0]) for z in zs] == [2.0 * i for i in range(6)]
+
+
+def test_a_reused_feed_buffer_does_not_leak_into_earlier_pieces():
+    """run_many feeds ahead; the caller may refill one buffer for every piece."""
+    b = af.PlanBuilder(register_num=1)
+    b.output("y", b.op("sleep", b.input("x", (2,), "float64"), ms=10))
+    buf = np.zeros(2)
+
+    def feeds():
+        for i in range(5):
+            buf[:] = i
+            yield {"x": buf}
+            yield {"x": buf[::1]}  # a view of it too
+
+    with af.Session(b.build()) as s:
+        ys = [float(y[0]) for y in s.run_many(feeds(), window=10)]
+    assert ys == [0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0]

@@ -210,6 +210,10 @@ class Session:
                     raise ValueError(f"input '{name}': expected dtype {b.dtype}, got "
                                      f"{arr.dtype} (not castable without loss of kind)")
                 arr = arr.astype(b.dtype)
+            elif arr is value[blob] or arr.base is not None:
+                # the input actor copies it into a regst later, maybe after the caller has
+                # refilled its buffer for the next piece: take a private copy now
+                arr = arr.copy()
             out[blob] = arr
         return out
 
