@@ -81,3 +81,15 @@ def test_split_axis_beyond_rank_is_rejected_when_used():
             x.to_global(sbp=af.sbp.split(5))
     with pytest.raises(ValueError, match="unknown SBP code"):
         from_code("X1")
+
+
+def test_partial_sum_only_comes_from_ops():
+    p2 = af.placement("cpu", ranks=[0, 1])
+    with af.Job("p"):
+        with pytest.raises(ValueError, match="a variable holds whole values"):
+            af.variable("w", (2, 2), placement=p2, sbp=af.sbp.partial_sum)
+        with pytest.raises(ValueError, match="an input holds whole values"):
+            af.input("x", (2, 2), placement=p2, sbp=af.sbp.partial_sum)
+        x = af.input("y", (2, 2), placement=p2)
+        with pytest.raises(ValueError, match="cannot be boxed into partial_sum"):
+            x.to_global(sbp=af.sbp.partial_sum)

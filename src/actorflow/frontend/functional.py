@@ -202,6 +202,9 @@ def _to_global(x: Tensor, placement: Placement | None = None,
 
     if sbp is not None:
         _check_axis(x.name, sbp, x.ndim)
+        if sbp.code == "P":
+            raise ValueError(f"to_global(): '{x.name}' cannot be boxed into partial_sum; only "
+                             "ops produce partial sums (e.g. matmul of split inner axes)")
     return x.job.add("to_global", {"in": x}, place=placement, sbp=sbp)
 
 

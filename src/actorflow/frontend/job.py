@@ -30,7 +30,7 @@ import numpy as np
 
 from actorflow.errors import CompileError, OpError
 from actorflow.frontend.placement import Placement, placement
-from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast
+from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
 from actorflow.frontend.tensor import Tensor
 from actorflow.plan.compiler import compile_job
 from actorflow.plan.compiler.graph import JobSpec, LogicalOp, infer_op
@@ -157,6 +157,7 @@ class Job:
             return t
         sbp = as_sbp(sbp) if sbp is not None else broadcast
         _check_axis(name, sbp, len(t.shape))
+        _no_partial(name, sbp, "an input")
         return self.add("to_global", {"in": t}, name=f"{name}.global", place=place, sbp=sbp)
 
     def variable(self, name: str, shape: tuple[int, ...], dtype: str = "float32", *,
@@ -180,6 +181,7 @@ class Job:
         place = placement or self.default_placement
         sbp = as_sbp(sbp) if sbp is not None else broadcast
         _check_axis(name, sbp, n)
+        _no_partial(name, sbp, "a variable")
         return self.add("variable_part", {}, attrs, name=name, place=place, sbp=sbp)
 
     def constant(self, value: np.ndarray, place: Placement | None = None) -> Tensor:
@@ -237,6 +239,12 @@ def _check_axis(name: str, sbp: SbpParallel, ndim: int) -> None:
     if axis is not None and axis >= ndim:
         raise ValueError(f"'{name}': cannot use {sbp!r} on a tensor of rank {ndim} (axis must "
                          f"be < {ndim})")
+
+
+def _no_partial(name: str, sbp: SbpParallel, what: str) -> None:
+    if sbp is partial_sum:
+        raise ValueError(f"'{name}': {what} holds whole values; use sbp.split(axis) or "
+                         "sbp.broadcast (partial_sum is what ops like matmul produce)")
 
 
 def job(fn: Callable[[], Any] | None = None, *, name: str | None = None,
