@@ -168,3 +168,10 @@ def test_run_wrong_hosts_is_one_line(flowlaunch, hosts, needle):
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], r.stderr
+
+
+def test_run_timeout_stops_everything(flowlaunch):
+    r = flowlaunch.run("sim", JOBS / "slow_pipeline.py", "--machines", 2, "--timeout", 1,
+                       "--quiet", timeout=30)
+    assert r.returncode == 1
+    assert "flowlaunch: run failed: run exceeded --timeout 1s" in r.stderr, r.stderr

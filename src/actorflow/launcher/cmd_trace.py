@@ -106,7 +106,7 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _why_stuck(args: argparse.Namespace) -> int:
-    from actorflow.trace.tracefile import load_dump
+    from actorflow.trace.tracefile import load_dumps
     from actorflow.trace.whystuck import analyze_dumps, format_report
 
     if args.pid is not None:
@@ -115,7 +115,7 @@ def _why_stuck(args: argparse.Namespace) -> int:
         paths = args.paths
     else:
         raise TraceError("why-stuck needs a dump file/directory or --pid PID")
-    dumps = [load_dump(p) for p in paths]
+    dumps = [d for p in paths for d in load_dumps(p)]
     report = analyze_dumps(dumps)
     if args.json:
         print(json.dumps({"dumps": [d["path"] for d in dumps], **report.to_dict()}))

@@ -78,9 +78,10 @@ class RunLoop:
         err = self.master_error
         self.failed = self.timed_out or any(c.failed for c in sup.children) or bool(err)
         if self.failed:
-            root, line = root_cause(sup.children, err)
-            if self.timed_out and root is None:
-                line = f"run exceeded --timeout {self.timeout:.0f}s"
+            if self.timed_out:  # exits after the timeout are the teardown, not a cause
+                root, line = None, f"run exceeded --timeout {self.timeout:g}s"
+            else:
+                root, line = root_cause(sup.children, err)
             print(f"flowlaunch: run failed{': ' + line if line else ''}", file=sys.stderr)
             print(failure_table(sup.children, root, line), file=sys.stderr, flush=True)
             return 1

@@ -53,7 +53,7 @@ class WorkerConfig:
     stall_timeout: float | None = None  # watchdog: fail when no actor progressed this long
 
 
-class _Signalled(Exception):
+class _Signalled(BaseException):  # not an Exception: no handler may swallow it
     def __init__(self, signum: int) -> None:
         super().__init__(f"stopped by {signal.Signals(signum).name}")
         self.signum = signum
@@ -127,7 +127,8 @@ def _finish(cfg: WorkerConfig, master: ControlMaster | None, client: ControlClie
         try:
             master.wait(wait)
         except ActorflowError as e:
-            log(f"master: {e}")
+            if wait >= 10.0:  # after a signal, cutting the master short is the point
+                log(f"master: {e}")
         master.close()
         if cfg.out and master.error is None:
             from actorflow.launcher.outputs import outputs_from_results, save_outputs
@@ -159,6 +160,11 @@ class _Machine:
                 return EXIT_ABORTED
             except ActorflowError as e:
                 self._report(e)
+                return EXIT_FAILED
+            except Exception as e:  # a bug below us: still tell the master, then fail
+                err = LaunchError(f"machine {cfg.rank}: internal error: {type(e).__name__}: {e}")
+                err.__cause__ = e
+                self._report(err)
                 return EXIT_FAILED
         finally:
             self._close_node()
