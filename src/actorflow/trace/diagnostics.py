@@ -126,6 +126,8 @@ class Diagnostics:
             if not report.pending:
                 since = now  # idle, waiting for the client: not a stall
                 continue
+            if report.remote and now - since < 2 * self.stall_timeout:
+                continue  # the root is on another machine: let its watchdog speak first
             self._stall(report, now - since)
             return
 

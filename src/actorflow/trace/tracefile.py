@@ -160,14 +160,26 @@ def write_dump(directory: Path, reason: str, states: list[dict], units: dict, ta
 
 
 def load_dump(path: str | os.PathLike) -> dict:
-    """A flight dump file, or the newest dump in a directory."""
+    """One flight dump file."""
     p = Path(path)
-    if p.is_dir():
-        found = sorted(p.glob("*.afdump"), key=lambda f: f.stat().st_mtime)
-        if not found:
-            raise TraceError(f"{p}: no flight dump (*.afdump) in this directory")
-        p = found[-1]
     doc = read_stream(p, DUMP_FORMAT)[0]
     doc["path"] = str(p)
     doc["tasks"] = {int(k): v for k, v in doc.get("tasks", {}).items()}
     return doc
+
+
+def load_dumps(path: str | os.PathLike, window_s: float = 60.0) -> list[dict]:
+    """A dump file, or from a directory the newest dump of every process that dumped within
+    ``window_s`` of the newest one (one incident seen by every machine)."""
+    p = Path(path)
+    if not p.is_dir():
+        return [load_dump(p)]
+    docs = [load_dump(f) for f in p.glob("*.afdump")]
+    if not docs:
+        raise TraceError(f"{p}: no flight dump (*.afdump) in this directory")
+    newest = max(d["time_ns"] for d in docs)
+    per_pid: dict[int, dict] = {}
+    for d in sorted(docs, key=lambda d: d["time_ns"]):
+        if newest - d["time_ns"] <= window_s * 1e9:
+            per_pid[d["pid"]] = d
+    return sorted(per_pid.values(), key=lambda d: d["time_ns"])

@@ -35,6 +35,7 @@ class StuckReport:
     waits: dict[int, list[Wait]]
     lines: list[str] = field(default_factory=list)  # one line per live actor
     pending: bool = False  # some actor has work it cannot finish
+    remote: bool = False  # the root only waits for actors this dump does not hold
 
     def to_dict(self) -> dict:
         return {
@@ -202,7 +203,9 @@ def analyze(states: list[dict], tasks: dict[int, dict]) -> StuckReport:
     near = [t for t in sorted(waited_by[root]) if root in edges[t]][:3]
     also = "".join(f"; {_describe(tasks, t, w)}" for t in near for w in waits[t]
                    if root in w.on)
-    return StuckReport(f"root: {why}{behind}{also}", [], roots, waits, lines, pending)
+    blamed = [o for w in waits[root] for o in w.on]
+    remote = bool(blamed) and all(o not in tasks and o != CLIENT for o in blamed)
+    return StuckReport(f"root: {why}{behind}{also}", [], roots, waits, lines, pending, remote)
 
 
 def _severity(ws: list[Wait]) -> int:
