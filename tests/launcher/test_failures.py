@@ -7,6 +7,7 @@ of the run and no /dev/shm/actorflow* segment behind.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -89,8 +90,14 @@ def test_killed_launcher_leaves_no_orphans_or_shm(flowlaunch):
 
 
 def test_kernel_error_on_machine_1_names_op_task_machine(flowlaunch):
-    r = flowlaunch.run("sim", JOBS / "fail_machine1.py", "--machines", 2, timeout=60)
+    r = flowlaunch.run("sim", JOBS / "fail_machine1.py", "--machines", 2, "--json", timeout=60)
     assert r.returncode == 1
+    doc = json.loads(r.stdout)  # --json: one object on stdout, even on failure
+    assert doc["ok"] is False and doc["error"]["rank"] == 1
+    kernel = doc["error"]["kernel"]
+    assert kernel["op_name"] == "boom_m1" and kernel["machine_id"] == 1
+    assert kernel["piece_id"] == 2 and "RuntimeError: injected failure" in kernel["traceback"]
+    assert [m["exit_code"] for m in doc["machines"]] == [3, 1]  # 3: aborted by the master
     table = r.stderr[r.stderr.index("flowlaunch: run failed"):]
     root = [x for x in table.splitlines() if x.startswith("*")]
     assert len(root) == 1, table
@@ -99,8 +106,8 @@ def test_kernel_error_on_machine_1_names_op_task_machine(flowlaunch):
     assert "op 'boom_m1'" in row and "machine 1" in row and "task" in row
     assert "injected failure" in row
     assert "root cause (*): rank 1" in table
-    # the original traceback reaches the log too
-    assert "RuntimeError: injected failure" in r.stdout
+    # the original traceback reaches the rank's output too (stderr with --json)
+    assert "RuntimeError: injected failure" in r.stderr.split("flowlaunch: run failed")[0]
 
 
 def test_worker_unreachable_master_is_one_line(flowlaunch):
