@@ -31,6 +31,14 @@ class CompileError(FatalError):
     """A job that cannot be lowered into a plan (shape mismatch, bad SBP, ...)."""
 
 
+class UsageError(FatalError, ValueError):
+    """A bad value given to a public API (placement ranks, SBP axis, job settings)."""
+
+
+class ArgumentTypeError(FatalError, TypeError):
+    """An argument of the wrong type (functional op signatures, placement, SBP)."""
+
+
 class OpError(FatalError):
     """An op type, attribute or input that the op definition rejects."""
 

@@ -93,3 +93,16 @@ def test_partial_sum_only_comes_from_ops():
         x = af.input("y", (2, 2), placement=p2)
         with pytest.raises(ValueError, match="cannot be boxed into partial_sum"):
             x.to_global(sbp=af.sbp.partial_sum)
+
+
+def test_api_errors_are_in_the_actorflow_hierarchy():
+    from actorflow.errors import ActorflowError, ArgumentTypeError, UsageError
+
+    with pytest.raises(UsageError) as e:
+        af.placement("cpu", ranks=[])
+    assert isinstance(e.value, (ActorflowError, ValueError))
+    with pytest.raises(ArgumentTypeError) as e:
+        af.sbp.split("1")
+    assert isinstance(e.value, (ActorflowError, TypeError))
+    with pytest.raises(ArgumentTypeError):
+        af.functional.relu(1)

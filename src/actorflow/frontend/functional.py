@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from actorflow.errors import CompileError
+from actorflow.errors import CompileError, UsageError
 from actorflow.frontend import job as _job
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel, as_sbp
@@ -73,7 +73,7 @@ def _add(op_type: str, inputs: dict[str, Tensor], **attrs: Any) -> Tensor:
 
 def _no_inplace(name: str, inplace: bool) -> None:
     if inplace:
-        raise ValueError(f"{name}(): inplace=True is not supported: lazy tensors are immutable")
+        raise UsageError(f"{name}(): inplace=True is not supported: lazy tensors are immutable")
 
 
 # -- element-wise binary ops ------------------------------------------------------------------
@@ -203,7 +203,7 @@ def _to_global(x: Tensor, placement: Placement | None = None,
     if sbp is not None:
         _check_axis(x.name, sbp, x.ndim)
         if sbp.code == "P":
-            raise ValueError(f"to_global(): '{x.name}' cannot be boxed into partial_sum; only "
+            raise UsageError(f"to_global(): '{x.name}' cannot be boxed into partial_sum; only "
                              "ops produce partial sums (e.g. matmul of split inner axes)")
     return x.job.add("to_global", {"in": x}, place=placement, sbp=sbp)
 

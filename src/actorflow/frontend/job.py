@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from actorflow.errors import CompileError, OpError
+from actorflow.errors import ArgumentTypeError, CompileError, OpError, UsageError
 from actorflow.frontend.placement import Placement, placement
 from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
 from actorflow.frontend.tensor import Tensor
@@ -51,9 +51,9 @@ class Job:
     def __init__(self, name: str = "job", *, pieces: int | None = None, register_num: int = 2,
                  placement: Placement | None = None) -> None:
         if register_num < 1:
-            raise ValueError(f"job '{name}': register_num must be >= 1, got {register_num}")
+            raise UsageError(f"job '{name}': register_num must be >= 1, got {register_num}")
         if pieces is not None and pieces < 1:
-            raise ValueError(f"job '{name}': pieces must be >= 1 or None, got {pieces}")
+            raise UsageError(f"job '{name}': pieces must be >= 1 or None, got {pieces}")
         self.spec = JobSpec(name=name, num_pieces=pieces, register_num=register_num)
         self.default_placement = placement or _default_placement()
         self.tensors: dict[str, Tensor] = {}
@@ -93,10 +93,10 @@ class Job:
 
     def _check_name(self, name: str) -> None:
         if not isinstance(name, str) or not name or "/" in name:
-            raise ValueError(f"job '{self.name}': name {name!r} must be a non-empty string "
+            raise UsageError(f"job '{self.name}': name {name!r} must be a non-empty string "
                              "without '/'")
         if name in self._ops:
-            raise ValueError(f"job '{self.name}': name '{name}' is used twice")
+            raise UsageError(f"job '{self.name}': name '{name}' is used twice")
 
     def add(self, op_type: str, inputs: dict[str, Tensor], attrs: dict[str, Any] | None = None,
             *, name: str | None = None, place: Placement | None = None,
@@ -172,10 +172,10 @@ class Job:
         if path is not None:
             attrs["init"], attrs["path"] = "file", str(Path(path).resolve())
         if attrs["init"] not in ("zeros", "normal", "file"):
-            raise ValueError(f"variable '{name}': init must be 'zeros', 'normal' or 'file' "
+            raise UsageError(f"variable '{name}': init must be 'zeros', 'normal' or 'file' "
                              f"(or give path=), not {init!r}")
         if attrs["init"] == "file" and "path" not in attrs:
-            raise ValueError(f"variable '{name}': init='file' needs path=")
+            raise UsageError(f"variable '{name}': init='file' needs path=")
         n = len(shape)
         attrs["begin"], attrs["end"] = [0] * n, attrs["logical_shape"]
         place = placement or self.default_placement
@@ -194,11 +194,12 @@ class Job:
     def output(self, name: str, tensor: Tensor) -> None:
         """Hand ``tensor`` to the client every piece under ``name`` (boxed to one device)."""
         if not isinstance(name, str) or not name:
-            raise ValueError(f"job '{self.name}': output name {name!r} must be a non-empty string")
+            raise UsageError(f"job '{self.name}': output name {name!r} must be a non-empty string")
         if name in self.outputs:
-            raise ValueError(f"job '{self.name}': output name '{name}' is used twice")
+            raise UsageError(f"job '{self.name}': output name '{name}' is used twice")
         if not isinstance(tensor, Tensor):
-            raise TypeError(f"output '{name}': expected a Tensor, not {type(tensor).__name__}")
+            raise ArgumentTypeError(f"output '{name}': expected a Tensor, not "
+                                    f"{type(tensor).__name__}")
         # outputs have their own namespace: a variable 'w' may be output as 'w'
         self.add("output", {"in": tensor}, {"name": name})
 
@@ -237,13 +238,13 @@ def _widest(name: str, tensors: list[Tensor]) -> Placement:
 def _check_axis(name: str, sbp: SbpParallel, ndim: int) -> None:
     axis = getattr(sbp, "axis", None)
     if axis is not None and axis >= ndim:
-        raise ValueError(f"'{name}': cannot use {sbp!r} on a tensor of rank {ndim} (axis must "
+        raise UsageError(f"'{name}': cannot use {sbp!r} on a tensor of rank {ndim} (axis must "
                          f"be < {ndim})")
 
 
 def _no_partial(name: str, sbp: SbpParallel, what: str) -> None:
     if sbp is partial_sum:
-        raise ValueError(f"'{name}': {what} holds whole values; use sbp.split(axis) or "
+        raise UsageError(f"'{name}': {what} holds whole values; use sbp.split(axis) or "
                          "sbp.broadcast (partial_sum is what ops like matmul produce)")
 
 
@@ -265,8 +266,9 @@ def job(fn: Callable[[], Any] | None = None, *, name: str | None = None,
             for i, v in enumerate(result):
                 j.output(f"out{i}", v)
         elif result is not None:
-            raise TypeError(f"job '{j.name}': return a Tensor, a dict or a tuple of Tensors, "
-                            f"not {type(result).__name__}")
+            raise ArgumentTypeError(f"job '{j.name}': return a Tensor, a dict or a tuple of "
+                                    "Tensors, "
+                                    f"not {type(result).__name__}")
         return j
     return wrap(fn) if fn is not None else wrap
 
@@ -291,5 +293,5 @@ def output(name: str, tensor: Tensor) -> None:
 def compile(job: Job, machines: int = 1, devices_per_machine: int = 1, **kw: Any) -> Plan:
     """Lower a traced job onto ``machines`` x ``devices_per_machine`` ranks: a validated Plan."""
     if not isinstance(job, Job):
-        raise TypeError(f"af.compile expects a Job, not {type(job).__name__}")
+        raise ArgumentTypeError(f"af.compile expects a Job, not {type(job).__name__}")
     return job.compile(machines, devices_per_machine, **kw)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
+from actorflow.errors import ArgumentTypeError, UsageError
+
 DEVICE_TYPES = ("cpu", "cuda")
 
 
@@ -33,7 +35,7 @@ class Placement:
         raise AttributeError(f"{self!r} is immutable")
 
     def __reduce__(self):
-        raise TypeError("placements are not picklable; use .to_dict()")
+        raise ArgumentTypeError("placements are not picklable; use .to_dict()")
 
     @property
     def parallel_num(self) -> int:
@@ -55,10 +57,10 @@ def _parse_rank(r: object, device_type: str | None) -> tuple[str | None, int]:
     if isinstance(r, str):
         dev, sep, idx = r.partition(":")
         if not sep or not idx.isdigit():
-            raise ValueError(f"placement: rank {r!r} must be an int or 'device:index'")
+            raise UsageError(f"placement: rank {r!r} must be an int or 'device:index'")
         return dev, int(idx)
     if isinstance(r, bool) or not isinstance(r, int):
-        raise TypeError(f"placement: ranks must be ints, got {type(r).__name__} {r!r}")
+        raise ArgumentTypeError(f"placement: ranks must be ints, got {type(r).__name__} {r!r}")
     return device_type, r
 
 
@@ -72,24 +74,24 @@ def placement(
         ranks = [0]
     ranks = list(ranks)
     if not ranks:
-        raise ValueError("placement: ranks must not be empty (give at least one rank, e.g. [0])")
+        raise UsageError("placement: ranks must not be empty (give at least one rank, e.g. [0])")
     if device_type not in DEVICE_TYPES:
-        raise ValueError(f"placement: unknown device type {device_type!r}; known: "
+        raise UsageError(f"placement: unknown device type {device_type!r}; known: "
                          f"{', '.join(DEVICE_TYPES)}")
     parsed = [_parse_rank(r, device_type) for r in ranks]
     types = sorted({device_type} | {d for d, _ in parsed if d is not None})
     if len(types) > 1:
-        raise ValueError(f"placement: mixed device types {types} in ranks {ranks}; one placement "
+        raise UsageError(f"placement: mixed device types {types} in ranks {ranks}; one placement "
                          "holds one device type")
     for d, _ in parsed:
         if d not in DEVICE_TYPES:
-            raise ValueError(f"placement: unknown device type {d!r}; known: "
+            raise UsageError(f"placement: unknown device type {d!r}; known: "
                              f"{', '.join(DEVICE_TYPES)}")
     idx = [i for _, i in parsed]
     if any(i < 0 for i in idx):
-        raise ValueError(f"placement: ranks must be >= 0, got {idx}")
+        raise UsageError(f"placement: ranks must be >= 0, got {idx}")
     if len(set(idx)) != len(idx):
-        raise ValueError(f"placement: ranks {idx} repeat a rank")
+        raise UsageError(f"placement: ranks {idx} repeat a rank")
     return Placement(device_type, tuple(idx))
 
 

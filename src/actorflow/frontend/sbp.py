@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from actorflow.errors import ArgumentTypeError, UsageError
+
 
 class SbpParallel:
     """Base of the three SBP kinds; immutable and interned."""
@@ -28,7 +30,7 @@ class SbpParallel:
         raise AttributeError(f"{self!r} is immutable")
 
     def __reduce__(self):  # never pickle actorflow objects (no pickle anywhere)
-        raise TypeError("SBP objects are not picklable; use their .code string")
+        raise ArgumentTypeError("SBP objects are not picklable; use their .code string")
 
 
 class Split(SbpParallel):
@@ -37,9 +39,10 @@ class Split(SbpParallel):
 
     def __new__(cls, axis: int) -> Split:
         if isinstance(axis, bool) or not isinstance(axis, int):
-            raise TypeError(f"sbp.split(axis): axis must be an int, not {type(axis).__name__}")
+            raise ArgumentTypeError("sbp.split(axis): axis must be an int, not "
+                                    f"{type(axis).__name__}")
         if axis < 0:
-            raise ValueError(f"sbp.split(axis): axis must be >= 0, got {axis} (SBP axes are "
+            raise UsageError(f"sbp.split(axis): axis must be >= 0, got {axis} (SBP axes are "
                              "absolute because the same SBP may describe tensors of any rank)")
         obj = cls._cache.get(axis)
         if obj is None:
@@ -86,7 +89,7 @@ def from_code(code: str) -> SbpParallel:
         return partial_sum
     if code.startswith("S") and code[1:].isdigit():
         return split(int(code[1:]))
-    raise ValueError(f"unknown SBP code {code!r}; expected 'B', 'P' or 'S<axis>'")
+    raise UsageError(f"unknown SBP code {code!r}; expected 'B', 'P' or 'S<axis>'")
 
 
 def as_sbp(value: object, what: str = "sbp") -> SbpParallel:
@@ -95,8 +98,8 @@ def as_sbp(value: object, what: str = "sbp") -> SbpParallel:
         value = value[0]
     if isinstance(value, SbpParallel):
         return value
-    raise TypeError(f"{what} must be af.sbp.split(axis), af.sbp.broadcast or "
-                    f"af.sbp.partial_sum, not {type(value).__name__}")
+    raise ArgumentTypeError(f"{what} must be af.sbp.split(axis), af.sbp.broadcast or "
+                            f"af.sbp.partial_sum, not {type(value).__name__}")
 
 
 __all__ = ["SbpParallel", "Split", "as_sbp", "broadcast", "from_code", "partial_sum", "split"]

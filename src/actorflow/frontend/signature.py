@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from actorflow.errors import ArgumentTypeError, UsageError
+
 _MISSING = object()
 
 
@@ -176,7 +178,7 @@ def parse_signature(text: str) -> Signature:
     """``"Tensor (Tensor input, Scalar exponent, *, Bool inplace=False)"`` -> Signature."""
     head, sep, rest = text.partition("(")
     if not sep or not rest.rstrip().endswith(")"):
-        raise ValueError(f"signature {text!r}: expected 'Ret (Type name, ...)'")
+        raise UsageError(f"signature {text!r}: expected 'Ret (Type name, ...)'")
     params: list[Param] = []
     kw_only = False
     for part in _split_params(rest.rstrip()[:-1]):
@@ -186,12 +188,12 @@ def parse_signature(text: str) -> Signature:
         decl, eq, default = part.partition("=")
         bits = decl.split()
         if len(bits) != 2:
-            raise ValueError(f"signature {text!r}: parameter {part!r} must be 'Type name'")
+            raise UsageError(f"signature {text!r}: parameter {part!r} must be 'Type name'")
         typ, name = bits
         optional = typ.endswith("?")
         typ = typ.rstrip("?")
         if typ not in _CONVERTERS:
-            raise ValueError(f"signature {text!r}: unknown type {typ!r}; known: "
+            raise UsageError(f"signature {text!r}: unknown type {typ!r}; known: "
                              f"{', '.join(sorted(_CONVERTERS))}")
         value = _MISSING
         if eq:
@@ -264,14 +266,14 @@ class FunctionalOp:
                 bound = bind(sig, self.__name__, args, kwargs)
             except _NoMatch as e:
                 if len(self.overloads) == 1:
-                    raise TypeError(str(e)) from None
+                    raise ArgumentTypeError(str(e)) from None
                 continue
             if self.finalize is not None:
                 bound = self.finalize(bound)
             return fn(**bound)
         listing = "\n".join(f"\t*{i}: {s.text}" for i, (s, _) in enumerate(self.overloads))
-        raise TypeError(f"{self.__name__}(): received an invalid combination of arguments. "
-                        f"The valid signatures are:\n{listing}")
+        raise ArgumentTypeError(f"{self.__name__}(): received an invalid combination of arguments. "
+                                f"The valid signatures are:\n{listing}")
 
     def __repr__(self) -> str:
         return f"<functional op {self.__name__}>"
