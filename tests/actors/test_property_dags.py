@@ -156,7 +156,7 @@ class Watched:
         return getattr(self._s, name)
 
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=120, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -183,7 +183,7 @@ def test_random_dags_in_the_simulator(case: Case, pieces: int, seed: int) -> Non
         assert delivered.get(task.task_id, []) == list(range(pieces)), name
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
+@settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=dag_cases(), pieces=st.integers(0, 8), window=st.integers(1, 8))
 def test_random_dags_on_threads(case: Case, pieces: int, window: int) -> None:
