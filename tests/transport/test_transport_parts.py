@@ -14,7 +14,7 @@ from actorflow.actors.messages import ACK, READY, Msg
 from actorflow.errors import ProtocolError, TransportError
 from actorflow.plan.model import BlobDesc, RegstDesc
 from actorflow.transport import codec, registry
-from actorflow.transport.bus import Outbox, Router
+from actorflow.transport.bus import Outbox, Router, compose_address, split_address
 from actorflow.transport.node import MachineNode
 from actorflow.transport.shm import ShmArena, ShmAttach, cleanup_run, list_run_segments
 
@@ -171,3 +171,21 @@ def test_node_errors_name_what_is_missing():
     sub.ctrl.pop("remote_descs")
     with pytest.raises(TransportError, match="ctrl\\['remote_descs'\\]"):
         MachineNode(sub, 1)
+
+
+def test_machine_address_lists_unit_processes_that_receive_directly():
+    assert split_address(compose_address("tcp://h:1", {2: "tcp://h:3", 0: "tcp://h:2"})) == (
+        "tcp://h:1", {0: "tcp://h:2", 2: "tcp://h:3"})
+    assert split_address("ipc:///tmp/a.ipc") == ("ipc:///tmp/a.ipc", {})
+    with pytest.raises(TransportError, match="bad unit part 'x:tcp://h:2'"):
+        split_address("tcp://h:1 x:tcp://h:2")
+    b = af.PlanBuilder(machines=1)
+    b.output("y", b.op("relu", b.source("constant", {"shape": [2]}, piece_num=1)))
+    node = MachineNode(b.build(), 0, unit="process")
+    try:
+        node_addr, units = split_address(node.bind("127.0.0.1"))
+        assert node_addr.startswith("tcp://127.0.0.1:")
+        assert sorted(units) == [0, 1, 2] and len(set(units.values())) == 3
+        assert all(a.startswith("tcp://127.0.0.1:") for a in units.values())
+    finally:
+        node.close()

@@ -23,7 +23,7 @@ from typing import Any
 import msgpack
 import zmq
 
-from actorflow.actors.messages import Msg
+from actorflow.actors.messages import CMD, Msg
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.errors import ActorflowError, KernelError, ProtocolError
 from actorflow.plan.io import plan_from_bytes
@@ -60,15 +60,52 @@ class ProcessUnit:
                 if i not in rt.memory:
                     rt.memory[i] = self.alloc.allocate(view.descs[i])
         unit_addrs = {(int(m), int(t)): a for m, t, a in cfg["unit_addrs"]}
-        machine_addrs = {int(k): v for k, v in cfg["machine_addrs"].items()}
-        self.router = Router(mid, view.routing, self.outbox, rt.memory, machine_addrs,
-                             unit_addrs)
+        self.router = Router(mid, view.routing, self.outbox, rt.memory, {}, unit_addrs)
         rt.remote_send = self.router.send
         self.unit = next(iter(rt.units.values())) if rt.units else None
         self.sock = context().socket(zmq.PULL)
         self.sock.setsockopt(zmq.RCVHWM, 0)
         self.sock.setsockopt(zmq.LINGER, 0)
-        bind(self.sock, unit_addrs[(mid, tid)])
+        own = bind(self.sock, unit_addrs[(mid, tid)])
+        # the address other machines reach this unit at directly (None: through the node)
+        direct = cfg.get("direct")
+        self.direct = own if direct == "own" else bind(self.sock, direct) if direct else None
+        self.early: list[tuple] = []  # messages that came before CONNECT
+
+    def wait_connect(self, timeout: float = 120.0) -> None:
+        """Take every machine's address from the node's CONNECT; keep anything else."""
+        ppid, deadline = os.getppid(), time.monotonic() + timeout
+        while time.monotonic() < deadline and os.getppid() == ppid:
+            if not self.sock.poll(200):
+                continue
+            got = codec.recv(self.sock)
+            if got[0] == codec.CONNECT:
+                self.router.set_machine_addrs({int(k): v for k, v in got[1].items()})
+                self.report(codec.CONNECTED, [self.thrd_id])
+                return
+            if got[0] == codec.STOP:
+                raise Stopped
+            self.early.append(got)
+        raise Stopped
+
+    def _take(self, kind: int, body: Any, metas: list | None, frames: list) -> Msg | None:
+        """A wire message -> the actor message to handle now (None: nothing to handle)."""
+        if kind == codec.STOP:
+            raise Stopped
+        if kind != codec.MSG:
+            raise ProtocolError(f"{self.name}: unexpected {codec.KIND_NAMES[kind]}")
+        msg = Msg(*body)
+        if metas:
+            if msg.type == CMD:  # a fed piece: the CMD carries its arrays
+                self.rt.push_feed(msg.dst, codec.arrays_of(metas, frames))
+                return None
+            slots = self.rt.memory.get(msg.regst_desc_id)  # READY from another machine
+            if slots is None or not 0 <= msg.slot < len(slots):
+                raise ProtocolError(f"{self.name}: {msg!r} carries blobs but has no receive "
+                                    "buffer here")
+            codec.copy_into(metas, frames, slots[msg.slot],
+                            f"{self.name}: regst desc {msg.regst_desc_id}")
+        return msg
 
     def report(self, kind: int, body: Any, arrays: list | tuple = ()) -> None:
         self.router.send_to(self.node_addr, kind, body, arrays)
@@ -82,10 +119,16 @@ class ProcessUnit:
         unit = self.unit
         if unit is None:
             return
-        rt, sock = self.rt, self.sock
+        sock = self.sock
         local, inbox, actors, stream = unit.local, unit.inbox, unit.actors, unit.stream
         rec = getattr(unit, "rec", None)
         ppid = os.getppid()
+        take = self._take
+        for got in self.early:
+            m = take(*got)
+            if m is not None:
+                local.append(m)
+        self.early = []
         while unit.live > 0:
             if local:
                 msg = local.popleft()
@@ -105,13 +148,8 @@ class ProcessUnit:
                     if not sock.poll(wait) and os.getppid() != ppid:
                         raise Stopped from None  # the node is gone
                     continue
-                if kind == codec.STOP:
-                    raise Stopped
-                if kind != codec.MSG:
-                    raise ProtocolError(f"{self.name}: unexpected {codec.KIND_NAMES[kind]}")
-                msg = Msg(*body)
-                if metas:  # a fed piece: the CMD carries its arrays
-                    rt.push_feed(msg.dst, codec.arrays_of(metas, frames))
+                msg = take(kind, body, metas, frames) if metas or kind else Msg(*body)
+                if msg is None:
                     continue
             host = actors.get(msg.dst)
             if host is None:
@@ -162,7 +200,8 @@ def main() -> int:
     unit: ProcessUnit | None = None
     try:
         unit = ProcessUnit(cfg)
-        unit.report(codec.HELLO, [unit.thrd_id, os.getpid()])
+        unit.report(codec.HELLO, [unit.thrd_id, os.getpid(), unit.direct])
+        unit.wait_connect()
         unit.run()
         unit.report(codec.DONE, [unit.thrd_id])
         unit.close(flush=True)

@@ -70,10 +70,30 @@ class Outbox:
                 s.close(linger=linger_ms)
 
 
+def compose_address(node: str, units: Mapping[int, str] | None = None) -> str:
+    """A machine's data-plane address: the node's, then ``thrd=address`` of every unit
+    process that receives directly (``"tcp://h:5000 1=tcp://h:5001 2=tcp://h:5002"``)."""
+    return " ".join([node, *(f"{t}={a}" for t, a in sorted((units or {}).items()))])
+
+
+def split_address(address: str) -> tuple[str, dict[int, str]]:
+    """Inverse of ``compose_address``: (node address, {thrd: unit address})."""
+    node, *parts = address.split()
+    units = {}
+    for p in parts:
+        t, sep, a = p.partition("=")
+        if not sep or not t.isdigit():
+            raise TransportError(f"data-plane address {address!r}: bad unit part {p!r} "
+                                 "(expected THRD=ADDRESS)")
+        units[int(t)] = a
+    return node, units
+
+
 class Router:
     """Where a message for a task goes from this process, and with which frames.
 
-    ``routing``: task -> (machine, thrd); ``machine_addrs``: machine -> data-plane address;
+    ``routing``: task -> (machine, thrd); ``machine_addrs``: machine -> data-plane address
+    (``compose_address``: a unit listed there gets its messages directly, others via the node);
     ``unit_addrs``: (machine, thrd) -> address of unit processes of *this* machine (empty
     with thread units: the node's own socket receives for all of them).
     ``memory``: regst desc id -> slots, to read blobs of a READY that leaves the machine.
@@ -87,12 +107,18 @@ class Router:
         self.routing = dict(routing)
         self.outbox = outbox
         self.memory = memory
-        self.machine_addrs: dict[int, str] = dict(machine_addrs or {})
+        self.machine_addrs: dict[int, str] = {}
+        self.remote_units: dict[tuple[int, int], str] = {}
         self.unit_addrs: dict[tuple[int, int], str] = dict(unit_addrs or {})
         self._cache: dict[int, tuple[str, bool]] = {}
+        self.set_machine_addrs(machine_addrs or {})
 
     def set_machine_addrs(self, addrs: Mapping[int, str]) -> None:
-        self.machine_addrs.update(addrs)
+        for m, a in addrs.items():
+            node, units = split_address(a)
+            self.machine_addrs[int(m)] = node
+            for t, ua in units.items():
+                self.remote_units[(int(m), t)] = ua
         self._cache.clear()
 
     def where(self, task_id: int) -> tuple[str, bool]:
@@ -112,7 +138,7 @@ class Router:
                                     f"machine (thrd {thrd}) but no unit hosts it")
             hit = (addr, False)
         else:
-            addr = self.machine_addrs.get(machine)
+            addr = self.remote_units.get((machine, thrd)) or self.machine_addrs.get(machine)
             if addr is None:
                 raise TransportError(f"machine {self.machine_id}: no address for machine "
                                      f"{machine} (task {task_id}); call connect() with every "

@@ -29,7 +29,9 @@ ERROR = 2  # unit -> node: a failure {"type": ..., ...}
 DONE = 3  # unit -> node: every actor of the unit exited
 HELLO = 4  # unit -> node: the unit is built and listening
 STOP = 5  # node -> unit: stop now (another part of the run failed)
-KIND_NAMES = ("MSG", "DELIVER", "ERROR", "DONE", "HELLO", "STOP")
+CONNECT = 6  # node -> unit: every machine's data-plane address
+CONNECTED = 7  # unit -> node: addresses taken, the unit runs
+KIND_NAMES = ("MSG", "DELIVER", "ERROR", "DONE", "HELLO", "STOP", "CONNECT", "CONNECTED")
 
 _pack = msgpack.Packer(use_bin_type=True).pack
 

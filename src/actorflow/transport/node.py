@@ -35,7 +35,7 @@ from actorflow.actors.messages import CMD, Msg, cmd
 from actorflow.errors import ActorflowError, TransportError, WaitTimeout
 from actorflow.plan.model import Plan, RegstDesc, Task
 from actorflow.transport import codec
-from actorflow.transport.bus import Outbox, Router
+from actorflow.transport.bus import Outbox, Router, split_address
 from actorflow.transport.registry import bind, context
 
 Deliver = Callable[[Task | None, int, dict], None]
@@ -125,7 +125,12 @@ class MachineNode:
 
     # -- wiring ------------------------------------------------------------------------
     def bind(self, host: str = "127.0.0.1", address: str | None = None) -> str:
-        """Bind the data-plane socket (tcp on ``host``, port 0) and start receiving."""
+        """Bind the data-plane socket (tcp on ``host``, port 0) and start receiving.
+
+        Returns this machine's data-plane address for ``connect`` on every machine: the
+        node's address, followed with process units by each unit's own address
+        (``bus.compose_address``) so that peers reach unit processes without a relay.
+        """
         if self._sock is not None:
             return self.address  # type: ignore[return-value]
         sock = context().socket(zmq.PULL)
@@ -142,6 +147,7 @@ class MachineNode:
         self._rx = threading.Thread(target=self._rx_main, daemon=True,
                                     name=f"actorflow-m{self.machine_id}-rx")
         self._rx.start()
+        self.address = self.hosting.on_bind(self.address)  # may add unit addresses
         return self.address
 
     def connect(self, addrs: Mapping[int, str]) -> None:
@@ -155,7 +161,9 @@ class MachineNode:
         self.machine_addrs.update(addrs)
         self.router.set_machine_addrs(addrs)
         for m in needed:
-            self.outbox.connect(addrs[m])
+            node, units = split_address(addrs[m])
+            for a in (node, *units.values()):
+                self.outbox.connect(a)
 
     def start(self) -> None:
         if self._sock is None:

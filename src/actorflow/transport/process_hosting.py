@@ -38,7 +38,7 @@ from actorflow.errors import (
 )
 from actorflow.plan.io import plan_to_bytes
 from actorflow.transport import codec
-from actorflow.transport.bus import Router
+from actorflow.transport.bus import Router, compose_address
 from actorflow.transport.shm import ShmArena
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ class ProcessHosting:
         self.procs: dict[tuple[int, int], subprocess.Popen] = {}
         self._cond = threading.Condition()
         self.hello: set[int] = set()
+        self.connected: set[int] = set()
+        self.direct: dict[int, str | None] = {}
         self.done: set[int] = set()
         self._all_done = threading.Event()
         if not view.units:
@@ -91,12 +93,16 @@ class ProcessHosting:
         return f"unit process m{key[0]}-t{key[1]} (machine {key[0]}, thrd {key[1]}{pid})"
 
     # -- start -------------------------------------------------------------------------
-    def start(self) -> None:
+    def on_bind(self, address: str) -> str:
+        """Spawn the units (each also listens where other machines can reach it directly);
+        return the machine's address with theirs (``bus.compose_address``)."""
+        scheme, _, rest = address.partition("://")
+        direct = {"tcp": f"tcp://{rest.rpartition(':')[0]}:0", "ipc": "own"}.get(scheme)
         base = {
             "version": CONFIG_VERSION, "plan": plan_to_bytes(self.view.plan),
             "machine_id": self.mid, "run_id": self.node.run_id, "node_addr": self.node_ipc,
             "unit_addrs": [[m, t, a] for (m, t), a in self.unit_addrs.items()],
-            "machine_addrs": {str(k): v for k, v in self.node.machine_addrs.items()},
+            "direct": direct,
         }
         for key in self.view.units:
             p = subprocess.Popen([sys.executable, "-m", "actorflow.actors.process_unit"],
@@ -108,14 +114,25 @@ class ProcessHosting:
         self._monitor = threading.Thread(target=self._watch, daemon=True,
                                          name=f"actorflow-m{self.mid}-units")
         self._monitor.start()
+        self._wait_units(self.hello, "start")
+        return compose_address(address, {t: a for t, a in self.direct.items() if a})
+
+    def start(self) -> None:
+        """Give every unit all machines' addresses; return once each has them."""
+        addrs = {str(k): v for k, v in self.node.machine_addrs.items()}
+        for addr in self.unit_addrs.values():
+            self.router.send_to(addr, codec.CONNECT, addrs)
+        self._wait_units(self.connected, "take the machines' addresses")
+
+    def _wait_units(self, seen: set[int], what: str) -> None:
         deadline = time.monotonic() + self.node.timeout
         with self._cond:
-            while len(self.hello) < len(self.procs) and self.node.error is None:
+            while len(seen) < len(self.procs) and self.node.error is None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    missing = [self.unit_label(k) for k in self.procs if k[1] not in self.hello]
+                    missing = [self.unit_label(k) for k in self.procs if k[1] not in seen]
                     raise WaitTimeout(f"machine {self.mid}: waited {self.node.timeout:.1f}s "
-                                      f"for unit processes to start: {', '.join(missing)}")
+                                      f"for unit processes to {what}: {', '.join(missing)}")
                 self._cond.wait(min(left, 0.1))
         if self.node.error is not None:
             raise self.node.error
@@ -144,9 +161,12 @@ class ProcessHosting:
             if self.node.on_deliver is not None:
                 task = self.view.plan.task(int(body[0]))
                 self.node.on_deliver(task, int(body[1]), codec.arrays_of(metas, frames))
-        elif kind in (codec.HELLO, codec.DONE):
+        elif kind in (codec.HELLO, codec.CONNECTED, codec.DONE):
             with self._cond:
-                (self.hello if kind == codec.HELLO else self.done).add(int(body[0]))
+                if kind == codec.HELLO:
+                    self.direct[int(body[0])] = body[2]
+                {codec.HELLO: self.hello, codec.CONNECTED: self.connected,
+                 codec.DONE: self.done}[kind].add(int(body[0]))
                 if len(self.done) == len(self.view.units):
                     self._all_done.set()
                 self._cond.notify_all()

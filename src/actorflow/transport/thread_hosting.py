@@ -38,6 +38,9 @@ class ThreadHosting:
     def extra_binds(self) -> list[str]:
         return []
 
+    def on_bind(self, address: str) -> str:
+        return address
+
     def start(self) -> None:
         self.runtime.start()
 
