@@ -166,3 +166,12 @@ def test_several_problems_are_reported_together():
     with pytest.raises(PlanValidationError) as e:
         p.validate()
     assert "machine_id 5" in str(e.value) and "thrd_id -2" in str(e.value)
+
+
+def test_blob_shape_and_dtype_the_allocator_cannot_make():
+    p = chain()
+    p.task(0).produced["out"].blobs["out"] = BlobDesc((-1,), "float32")
+    bad(p, r"task 0 \(x\), regst desc 0: blob 'out' has shape \(-1,\); expected non-negative")
+    p = chain()
+    p.task(0).produced["out"].blobs["out"] = BlobDesc((4,), "float99")
+    bad(p, r"task 0 \(x\), regst desc 0: blob 'out' has unknown dtype 'float99'")

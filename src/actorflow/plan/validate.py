@@ -77,6 +77,7 @@ def _collect(plan: Plan) -> list[str]:
                 errs.append(f"{dw}: producer_task_id is {d.producer_task_id}")
             if d.register_num < 1:
                 errs.append(f"{dw}: register_num {d.register_num} < 1")
+            errs.extend(f"{dw}: {e}" for e in _check_blobs(d))
             for c in d.consumer_task_ids:
                 if c not in tasks:
                     errs.append(f"{dw}: consumer task {c} does not exist")
@@ -96,6 +97,21 @@ def _collect(plan: Plan) -> list[str]:
                                 f"{descs[i].consumer_task_ids} does not include it")
         errs.extend(_check_exec(t, descs))
         errs.extend(_check_kind(t, descs))
+    return errs
+
+
+def _check_blobs(d: RegstDesc) -> list[str]:
+    """Blob shapes and dtypes the allocator can make (checked before any memory exists)."""
+    import numpy as np
+
+    errs = []
+    for name, b in d.blobs.items():
+        if any(not isinstance(s, int) or s < 0 for s in b.shape):
+            errs.append(f"blob '{name}' has shape {b.shape}; expected non-negative ints")
+        try:
+            np.dtype(b.dtype)
+        except TypeError:
+            errs.append(f"blob '{name}' has unknown dtype '{b.dtype}'")
     return errs
 
 
