@@ -16,6 +16,7 @@ from actorflow.frontend.job import (
     variable,
 )
 from actorflow.frontend.placement import placement
+from actorflow.frontend.variables import read_variable
 from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
 from actorflow.session import Session
 
@@ -23,4 +24,4 @@ __version__ = "0.1.0"
 
 __all__ = ["Job", "Plan", "PlanBuilder", "Session", "__version__", "compile", "errors",
            "functional", "input", "job", "load_plan", "output", "placement", "random_input",
-           "save_plan", "sbp", "variable"]
+           "read_variable", "save_plan", "sbp", "variable"]

@@ -144,3 +144,24 @@ def test_job_returning_a_tuple_or_a_tensor():
     assert one.outputs == ["out"] and two.outputs == ["out0", "out1"]
     with pytest.raises(TypeError, match=r"af\.compile expects a Job"):
         af.compile(object())
+
+
+def test_read_variable_assembles_the_parts_from_the_actors(tmp_path):
+    value = np.random.default_rng(0).standard_normal((5, 4)).astype("float32")
+    np.save(tmp_path / "w.npy", value)
+    p3 = af.placement("cpu", ranks=[0, 1, 2])
+    with af.Job("readvar", pieces=2) as job:
+        x = af.random_input("x", (2, 5), seed=1, placement=p3)
+        w = af.variable("w", (5, 4), path=tmp_path / "w.npy", placement=p3, sbp=af.sbp.split(0))
+        b = af.variable("b", (4,), init="normal", seed=3, placement=p3, sbp=af.sbp.split(0))
+        af.output("y", x @ w + b)
+    plan = af.compile(job, machines=3)
+    s = af.Session(plan)
+    with pytest.raises(af.errors.UsageError, match="has no value yet"):
+        af.read_variable(s, "w")
+    s.run_to_end()
+    np.testing.assert_array_equal(af.read_variable(s, "w"), value)  # 2 + 2 + 1 rows
+    b = np.random.default_rng(3).standard_normal(4).astype("float32")
+    np.testing.assert_array_equal(af.read_variable(s, "b"), b)
+    with pytest.raises(af.errors.UsageError, match=r"no variable 'z' \(variables: \['w', 'b'\]\)"):
+        af.read_variable(s, "z")

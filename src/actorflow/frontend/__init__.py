@@ -13,6 +13,7 @@ from actorflow.frontend.job import (
 )
 from actorflow.frontend.placement import Placement, placement
 from actorflow.frontend.tensor import Tensor
+from actorflow.frontend.variables import read_variable
 
 __all__ = ["Job", "Placement", "Tensor", "compile", "current_job", "functional", "input", "job",
-           "output", "placement", "random_input", "sbp", "variable"]
+           "output", "placement", "random_input", "read_variable", "sbp", "variable"]
