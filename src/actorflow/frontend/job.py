@@ -15,8 +15,9 @@ or, the same, as a decorated function returning its outputs:
         return {"y": F.relu(x @ w)}
 
 Inputs enter the plan on the first rank of their placement and are boxed to their SBP;
-variables live in their actors across pieces (a variable given to ``af.output`` is
-readable after the run); every op of a job reads tensors of the same job.
+variables live in their actors across pieces (``af.read_variable(session, name)`` reads
+them after a run in this process; a variable given to ``af.output`` is also delivered by
+``flowlaunch``); every op of a job reads tensors of the same job.
 """
 
 from __future__ import annotations
