@@ -107,3 +107,19 @@ def test_sim_watchdog_and_why_stuck_across_machines(tmp_path):
     assert sum(line.startswith("dump ") for line in r.stdout.splitlines()) == 2
     assert "root: task 2 (stuck) is inside its kernel on piece 2" in r.stdout
     assert "task 1 (before) waits for a free regst of desc 1 held by task 3" in r.stdout
+
+
+def test_sim_process_units_trace_one_file_per_unit_process(tmp_path):
+    d = tmp_path / "tr"
+    r = flowlaunch("sim", ROOT / "examples" / "sample_pipeline.py", "--machines", 2,
+                   "--unit", "process", "--trace", d, "--quiet", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    files = sorted(p.name for p in d.glob("*.aftrace"))
+    assert len(files) == 9 and all(f.startswith(("machine-0-", "machine-1-")) for f in files)
+    trace = load_trace(d)
+    assert sorted(trace.machines) == [0, 1] and trace.causality_violations() == []
+    assert all(s and rv for s, rv in trace.messages().values())
+    doc = to_chrome(trace)
+    res = check_chrome(doc)
+    assert res.ok and res.tracks == 9, res.problems
+    assert doc["otherData"]["actorflow"]["flows"] == len(trace.messages())

@@ -28,6 +28,7 @@ from actorflow.actors.runtime import MachineRuntime
 from actorflow.errors import ActorflowError, KernelError, ProtocolError
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Task
+from actorflow.trace.recorder import Recorder
 from actorflow.transport import codec
 from actorflow.transport.bus import Outbox, Router
 from actorflow.transport.registry import bind, context
@@ -52,9 +53,10 @@ class ProcessUnit:
         plan = plan_from_bytes(cfg["plan"], f"<{self.name} config>")
         view = MachineView(plan, mid)
         self.alloc = ShmAttach(cfg["run_id"], mid)
+        self.recorder = Recorder.from_config(cfg.get("trace"), plan, tag=f"m{mid}-t{tid}")
         self.rt = rt = MachineRuntime(plan, [mid], allocator=self.alloc,
                                       on_deliver=self._deliver, units=[(mid, tid)],
-                                      producer_of=view.producer_of)
+                                      producer_of=view.producer_of, recorder=self.recorder)
         for t in rt.tasks:  # regsts produced by other units / remote receive buffers
             for i in t.consumed_ids():
                 if i not in rt.memory:
@@ -121,7 +123,7 @@ class ProcessUnit:
             return
         sock = self.sock
         local, inbox, actors, stream = unit.local, unit.inbox, unit.actors, unit.stream
-        rec = getattr(unit, "rec", None)
+        ring, timed = unit.ring, unit.timed  # trace hooks, as in ThreadUnit._loop
         ppid = os.getppid()
         take = self._take
         for got in self.early:
@@ -154,9 +156,14 @@ class ProcessUnit:
             host = actors.get(msg.dst)
             if host is None:
                 raise ProtocolError(f"{self.name} got {msg!r} for a task it does not host")
-            if rec is not None:
-                rec.recv(msg)
-            unit.execute(host, host.state.handle(msg))
+            if ring is not None:
+                ring(msg)
+            elif timed is not None:
+                timed.recv(msg)
+            actions = host.state.handle(msg)
+            if ring is not None:
+                ring(actions)
+            unit.execute(host, actions)
 
     def wait_stop(self, limit: float = 60.0) -> None:
         """After an error: keep the process (and its sockets) until the node says stop."""
@@ -167,6 +174,8 @@ class ProcessUnit:
                     return
 
     def close(self, flush: bool) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
         self.sock.close(linger=0)
         self.outbox.close(linger_ms=5000 if flush else 0)
         self.alloc.close()

@@ -188,6 +188,23 @@ class Recorder:
     def tracing(self) -> bool:
         return self.trace_dir is not None
 
+    def trace_config(self) -> dict | None:
+        """What a child process (a process unit) needs to trace into the same directory."""
+        if self.trace_dir is None:
+            return None
+        return {"dir": str(self.trace_dir), "clock_offset": self.clock_offset,
+                "clock_error": self.clock_error, "flight_size": self.flight_size}
+
+    @classmethod
+    def from_config(cls, cfg: dict | None, plan: Any, tag: str) -> Recorder | None:
+        """The recorder of a child process from ``trace_config()`` (None: not tracing)."""
+        if not cfg:
+            return None
+        return cls(plan, trace_dir=cfg["dir"], clock_offset=float(cfg["clock_offset"]),
+                   clock_error=float(cfg["clock_error"]),
+                   flight_size=int(cfg.get("flight_size", FLIGHT_SIZE)), tag=tag,
+                   plan_file=f"plan-{tag}.plan")
+
     def unit(self, key: tuple[int, int]) -> FlightUnit | TraceUnit:
         """The hooks of unit ``key = (machine_id, thrd_id)`` (made once per unit)."""
         with self._lock:

@@ -103,6 +103,8 @@ class ProcessHosting:
             "machine_id": self.mid, "run_id": self.node.run_id, "node_addr": self.node_ipc,
             "unit_addrs": [[m, t, a] for (m, t), a in self.unit_addrs.items()],
             "direct": direct,
+            # --trace: each unit process records its own file into the same directory
+            "trace": getattr(self.node.recorder, "trace_config", lambda: None)(),
         }
         for key in self.view.units:
             p = subprocess.Popen([sys.executable, "-m", "actorflow.actors.process_unit"],
