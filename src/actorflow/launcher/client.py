@@ -143,14 +143,11 @@ class ControlClient:
         now = time.monotonic()
         if now - self._last_tx >= HEARTBEAT_EVERY and self._connected:
             self.send("hb", pieces=self.pieces)
-        if self._sock.poll(int(timeout * 1000)):
-            while True:
-                try:
-                    data = self._sock.recv(zmq.NOBLOCK)
-                except zmq.Again:
-                    break
-                self._inbox.append(wire.unpack(data, f"the master at {self.where}"))
-                self._last_rx = time.monotonic()
+        sock = self._sock
+        if sock.poll(int(timeout * 1000)):
+            while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                self._inbox.append(wire.unpack(sock.recv(), f"the master at {self.where}"))
+            self._last_rx = time.monotonic()
         elif self._connected and time.monotonic() - self._last_rx > self.master_timeout:
             raise LaunchError(f"rank {self.rank} lost the master at {self.where}: no message "
                               f"for {time.monotonic() - self._last_rx:.1f}s")

@@ -86,6 +86,7 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
                      "--connect-timeout", str(args.join_timeout)]
             if rank == 0:
                 wargs.insert(1, str(Path(args.plan).resolve()))
+                wargs.append("--monitor")
             if args.pieces is not None:
                 wargs += ["--pieces", str(args.pieces)]
             wargs += trace_worker_args(args)

@@ -35,6 +35,7 @@ from actorflow.plan.io import plan_to_bytes
 from actorflow.plan.model import Plan
 
 HEARTBEAT_EVERY = 0.5
+MONITOR_WAIT = 10.0  # seconds a run waits for the launcher's monitor before starting anyway
 
 
 @dataclass
@@ -60,6 +61,7 @@ class ControlMaster:
     def __init__(self, world_size: int, plan: Plan | Callable[[int], Plan] | None,
                  host: str, port: int, *, run_id: str = "", pieces: int | None = None,
                  heartbeat_timeout: float = 2.0, join_timeout: float = 60.0,
+                 expect_monitor: bool = False,
                  log: Callable[[str], None] | None = None) -> None:
         self.world_size = world_size
         self.host, self.port = host, port
@@ -67,6 +69,8 @@ class ControlMaster:
         self.pieces = pieces
         self.heartbeat_timeout = heartbeat_timeout
         self.join_timeout = join_timeout
+        self.expect_monitor = expect_monitor
+        self.t_ready = 0.0
         self.log = log or (lambda s: None)
         self.setup_error = ""
         self.plan: Plan | None = None
@@ -165,11 +169,9 @@ class ControlMaster:
         poller.register(self._sock, zmq.POLLIN)
         while self.phase not in ("ended", "aborted", "closed"):
             if poller.poll(100):
-                while True:
-                    try:
-                        ident, data = self._sock.recv_multipart(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
+                sock = self._sock
+                while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:  # no zmq.Again exceptions
+                    ident, data = sock.recv_multipart()
                     self._handle(ident, wire.unpack(data, f"peer {ident!r}"))
             self._tick(time.monotonic())
         if self.phase == "aborted":
@@ -199,6 +201,8 @@ class ControlMaster:
                 self._abort({"rank": info.rank, "kind": "lost", "message":
                              f"machine {info.rank} (host {info.host}, pid {info.pid}) lost: no "
                              f"heartbeat for {now - info.last_seen:.1f}s"})
+        if self.phase == "ready":
+            self._maybe_start(now)
         if self.phase == "shutdown" and all(i.status == "bye" for i in self.ranks.values()):
             self.phase = "ended"
 
@@ -284,11 +288,21 @@ class ControlMaster:
     def _on_ready(self, ident: bytes, info: RankInfo, msg: dict) -> None:
         info.status = "ready"
         if all(i.status == "ready" for i in self.ranks.values()):
-            self.phase = "run"
-            self.t_run = self._last_progress = time.monotonic()
-            for i in self.ranks.values():
-                i.status = "running"
-            self._broadcast("start", pieces=self.pieces)
+            self.phase = "ready"
+            self.t_ready = time.monotonic()
+            self._maybe_start(self.t_ready)
+
+    def _maybe_start(self, now: float) -> None:
+        """Start once every machine is ready and the launcher's monitor (if any) watches."""
+        if self.expect_monitor and not self.monitors and now - self.t_ready < MONITOR_WAIT:
+            return
+        if self.expect_monitor and not self.monitors:
+            self.log(f"no launcher monitor after {MONITOR_WAIT:.0f}s; starting without it")
+        self.phase = "run"
+        self.t_run = self._last_progress = now
+        for i in self.ranks.values():
+            i.status = "running"
+        self._broadcast("start", pieces=self.pieces)
 
     def _on_hb(self, ident: bytes, info: RankInfo, msg: dict) -> None:
         info.pieces = int(msg.get("pieces", info.pieces))

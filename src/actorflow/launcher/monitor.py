@@ -40,11 +40,8 @@ class Monitor:
             self._sock.send(wire.pack("watch"))
         if not self._sock.poll(int(timeout * 1000)):
             return
-        while True:
-            try:
-                msg = wire.unpack(self._sock.recv(zmq.NOBLOCK), "the master")
-            except zmq.Again:
-                return
+        while self._sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            msg = wire.unpack(self._sock.recv(), "the master")
             t = msg["t"]
             if t == "watching":
                 self.watching = True

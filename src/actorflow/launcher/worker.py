@@ -49,6 +49,7 @@ class WorkerConfig:
     join_timeout: float = 60.0
     heartbeat_timeout: float = 2.0
     run_timeout: float = 0.0    # 0: no limit (heartbeats still catch dead machines)
+    monitor: bool = False       # rank 0: a launcher will watch; start only once it does
     trace: str | None = None    # record every event to this directory (trace/)
     stall_timeout: float | None = None  # watchdog: fail when no actor progressed this long
 
@@ -96,7 +97,7 @@ def run_worker(cfg: WorkerConfig) -> int:
             master = ControlMaster(cfg.world_size, plan_source(cfg.target), cfg.master_host,
                                    cfg.master_port, run_id=cfg.run_id, pieces=cfg.pieces,
                                    heartbeat_timeout=cfg.heartbeat_timeout,
-                                   join_timeout=cfg.join_timeout,
+                                   join_timeout=cfg.join_timeout, expect_monitor=cfg.monitor,
                                    log=lambda s: log(f"master: {s}"))
             master.start()
         client = ControlClient(cfg.master_host, cfg.master_port, cfg.rank, cfg.world_size,
