@@ -207,3 +207,68 @@ def test_random_dags_on_threads(case: Case, pieces: int, window: int) -> None:
         assert [a.piece_id for t, a in rec.acts if t == tid] == list(range(pieces))
     assert rt._exited == {t.task_id for t in case.plan.tasks}
     assert not any(u.thread.is_alive() for u in rt.units.values())
+
+
+@st.composite
+def kind_chains(draw: Any) -> tuple[af.Plan, list[tuple[str, Any]]]:
+    """source -> random chain of unary ops, acc(n) and repeat(m) -> output."""
+    b = af.PlanBuilder(register_num=1)
+    rnum, thrd = st.integers(1, 4), st.integers(0, 2)
+    h = b.source("constant", {"shape": [2], "dtype": "float64", "value": 1.0,
+                              "piece_scale": 1.0}, thrd=draw(thrd), register_num=draw(rnum))
+    steps: list[tuple[str, Any]] = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["acc", "repeat", "op"]))
+        if kind == "acc":
+            n = draw(st.integers(1, 3))
+            h = b.acc(h, n, thrd=draw(thrd), register_num=draw(rnum))
+        elif kind == "repeat":
+            n = draw(st.integers(1, 3))
+            h = b.repeat(h, n, thrd=draw(thrd), register_num=draw(rnum))
+        else:
+            n = draw(st.sampled_from(["neg", "scalar_add"]))
+            attrs = {"scalar": 1.5} if n == "scalar_add" else {}
+            h = b.op(n, h, thrd=draw(thrd), register_num=draw(rnum), **attrs)
+        steps.append((kind, n))
+    b.output("y", h, thrd=draw(thrd))
+    return b.build(), steps
+
+
+def chain_reference(steps: list[tuple[str, Any]], pieces: int) -> list[float]:
+    vals = [1.0 + p for p in range(pieces)]  # constant 1 shifted by piece_scale * piece
+    for kind, n in steps:
+        if kind == "acc":  # groups of n; a partial last group is flushed at EORD
+            vals = [sum(vals[i:i + n]) for i in range(0, len(vals), n)]
+        elif kind == "repeat":
+            vals = [v for v in vals for _ in range(n)]
+        else:
+            vals = [float(UNARY[n](np.float64(v))) for v in vals]
+    return vals
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(chain=kind_chains(), pieces=st.integers(0, 7), seed=st.integers(0, 2**32 - 1))
+def test_random_acc_repeat_chains(chain: tuple, pieces: int, seed: int) -> None:
+    plan, steps = chain
+    want = chain_reference(steps, pieces)
+    checker = HoldChecker()
+    delivered: list[int] = []
+
+    def on_act(state: Any, act: Any) -> None:
+        checker.write(act.task_id, act)
+        if state.kind == "output":
+            delivered.append(act.piece_id)
+
+    with pytest.MonkeyPatch.context() as mp:
+        real = sim.make_state
+        mp.setattr(sim, "make_state", lambda t, p: Watched(real(t, p), checker))
+        res = sim.simulate(plan, pieces, on_act=on_act, pick=random.Random(seed).randrange)
+    assert res.stuck == [] and checker.violations == []
+    assert delivered == list(range(len(want)))
+
+    rec = Recorder(check_writes=True)
+    with af.Session(plan, recorder=rec, timeout=20) as s:
+        got = [float(v[0]) for v in s.run_to_end(pieces=pieces)["y"]]
+    assert got == pytest.approx(want, rel=1e-12)
+    assert rec.violations == []
