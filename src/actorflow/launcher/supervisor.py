@@ -50,6 +50,7 @@ class Child:
     exit_code: int | None = None
     ended: float = 0.0
     first_error: str = ""
+    in_traceback: bool = False
     tail: deque = field(default_factory=lambda: deque(maxlen=20))
     reader: threading.Thread | None = None
 
@@ -104,8 +105,12 @@ class Supervisor:
         for raw in iter(child.popen.stdout.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip("\n")
             child.tail.append(line)
-            if not child.first_error and _ERROR_RE.search(line):
+            if child.in_traceback and line[:1] not in (" ", "\t", ""):
+                child.first_error = line.strip()  # the exception line ends a traceback
+                child.in_traceback = False
+            elif not child.first_error and _ERROR_RE.search(line):
                 child.first_error = line.strip()
+                child.in_traceback = line.startswith("Traceback")
             if child.log is not None:
                 child.log.write(line + "\n")
             with self._console_lock:
