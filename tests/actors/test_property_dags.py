@@ -35,6 +35,7 @@ UNARY = {
     "identity": lambda x: x,
     "scalar_add": lambda x: x + 1.5,
     "scalar_mul": lambda x: x * -0.5,
+    "sleep": lambda x: x,  # 0.2 ms: lets other threads run mid-act, shaking interleavings
 }
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum}
 SHAPE = (3,)
@@ -88,7 +89,7 @@ def dag_cases(draw: Any) -> Case:
             op = draw(st.sampled_from(sorted(UNARY)))
             args = [draw(st.integers(0, len(ports) - 1))]
         attrs = {"scalar": 1.5} if op == "scalar_add" else {"scalar": -0.5} if (
-            op == "scalar_mul") else {}
+            op == "scalar_mul") else {"ms": 0.2} if op == "sleep" else {}
         ports.append(b.op(op, *[ports[a] for a in args], thrd=draw(thrd),
                           register_num=draw(rnum), **attrs))
         nodes.append((op, args))
