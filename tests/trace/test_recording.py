@@ -12,6 +12,7 @@ import actorflow as af
 from actorflow.errors import TraceError
 from actorflow.trace.events import ACT_BEGIN, ACT_END, RECV, SEND, ActEvent, MsgEvent
 from actorflow.trace.merge import load_trace
+from actorflow.trace.packed import decode_chunk
 from actorflow.trace.recorder import Recorder
 
 
@@ -88,11 +89,17 @@ def test_small_buffers_flush_in_chunks_without_losing_events(tmp_path):
         s.run_to_end()
     rec.close()
     objs = list(msgpack.Unpacker(open(tmp_path / "machine-0.aftrace", "rb"), raw=False))
-    chunks = [o for o in objs if "rows" in o and "unit" in o]
-    assert len(chunks) > 10 and all(len(c["rows"]) <= 32 for c in chunks)
+    chunks = [o for o in objs if "packed" in o and "unit" in o]
+    # flushed whenever 32 events' worth of int64 words piled up (an act may overshoot a bit)
+    assert len(chunks) > 10 and all(len(c["packed"]) <= (32 * 10 + 16) * 8 for c in chunks)
+    assert sum(len(c["packed"]) for c in chunks) == objs[-1]["words"] * 8
     trace = load_trace(tmp_path)
-    assert sum(len(c["rows"]) for c in chunks) == len(trace.events) == objs[-1]["rows"]
+    rows = sum(len(decode_chunk(c["packed"], c["cmds"])) for c in chunks)
+    assert rows == len(trace.events) > 40 * 10
     assert all(s and r for s, r in trace.messages().values())
+    # the client's commands keep their names and payloads
+    cmds = [e for e in trace.events if isinstance(e, MsgEvent) and e.type == 3]
+    assert ("start", 40) in {(e.cmd, e.payload) for e in cmds}
 
 
 def test_corrupt_or_foreign_files_fail_with_the_file_name(tmp_path):

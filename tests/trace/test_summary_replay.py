@@ -9,6 +9,7 @@ from _plans import chain, flowlaunch, flowlaunch_json
 
 import actorflow as af
 from actorflow.trace.events import READY, RECV
+from actorflow.trace.packed import decode_chunk
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,9 @@ def test_tampered_trace_reports_the_first_divergent_message(slow_run, tmp_path):
     slow = tasks["slow"].task_id
     path = tmp_path / "machine-0.aftrace"
     objs = list(msgpack.Unpacker(open(path, "rb"), raw=False, strict_map_key=False))
+    for o in objs:  # unpack the int64 words into plain rows (a form the loader also reads)
+        if "packed" in o:
+            o["rows"] = decode_chunk(o.pop("packed"), o.pop("cmds"))
     hits = [row for o in objs if "unit" in o for row in o["rows"]
             if row[0] == RECV and row[2] == READY and row[4] == slow]
     victim = hits[5]  # the 6th READY into the slow stage: claim it came in the other slot

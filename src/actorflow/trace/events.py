@@ -26,7 +26,7 @@ READY, ACK, EORD, CMD = 0, 1, 2, 3
 MSG_TYPE_NAMES = ("READY", "ACK", "EORD", "CMD")
 
 
-def _plain(v: Any) -> Any:
+def plain_payload(v: Any) -> Any:
     """Payloads are recorded only when msgpack can write them (ints, strings, None)."""
     return v if v is None or isinstance(v, (int, float, str, bool)) else repr(v)[:64]
 
@@ -38,7 +38,7 @@ def to_row(ev: tuple) -> tuple:
     if code <= RECV:
         p = o.payload
         if p is not None and type(p) is not int:
-            p = _plain(p)
+            p = plain_payload(p)
         return (code, t, o.type, o.src, o.dst, o.regst_desc_id, o.slot, o.piece_id, o.seq,
                 o.msg_id, o.cmd, p)
     if code == ACT_BEGIN:

@@ -15,6 +15,7 @@ from typing import Any
 
 from actorflow.errors import TraceError
 from actorflow.trace.events import ACT_BEGIN, RECV, SEND, ActEvent, Event, MsgEvent, from_row
+from actorflow.trace.packed import decode_chunk
 from actorflow.trace.tracefile import TRACE_FORMAT, plan_info, read_stream
 
 
@@ -106,13 +107,15 @@ def load_trace(directory: str | os.PathLike) -> Trace:
         mc.files.append(f.name)
         mc.complete = mc.complete and foot is not None
         for o in objs[1:]:
-            if "rows" in o and "unit" in o:
+            if "unit" in o:
                 key = (int(o["unit"][0]), int(o["unit"][1]))
                 try:
+                    rows = o["rows"] if "rows" in o else decode_chunk(
+                        o["packed"], o.get("cmds", []), head.get("byteorder", "little"))
                     units.setdefault(key, []).extend(from_row(r, key[0], key[1], shift)
-                                                     for r in o["rows"])
-                except (IndexError, TypeError, ValueError) as e:
-                    raise TraceError(f"{f}: corrupt event row in unit {key}: {e}") from e
+                                                     for r in rows)
+                except (KeyError, IndexError, TypeError, ValueError, TraceError) as e:
+                    raise TraceError(f"{f}: corrupt events of unit {key}: {e}") from e
             elif "states" in o:
                 states.extend(o["states"])
     events = sorted((e for evs in units.values() for e in evs), key=_order)

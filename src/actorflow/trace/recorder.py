@@ -9,9 +9,9 @@ The runtime asks ``recorder.unit((machine_id, thrd_id))`` once per unit and uses
   the always-on recorder within a few percent of no recorder at all.  The ring keeps the
   last ``flight_size`` steps; rows are built only when it is dumped (``Recorder.dump``).
 * ``unit.timed`` (full tracing, ``trace_dir``): when true the runtime calls ``send(msg)``,
-  ``recv(msg)``, ``act_begin(act)``, ``act_end(act)``; each appends one tuple
-  ``(code, perf_counter_ns(), obj)`` to a list that is flushed to the machine's trace file
-  (``tracefile.TraceWriter``) whenever it holds ``buffer_size`` events.
+  ``recv(msg)``, ``act_begin(act)``, ``act_end(act)``; each packs the event's timestamp and
+  integer fields into an int64 array (``packed.py``) that is flushed to the machine's trace
+  file (``tracefile.TraceWriter``) whenever it holds ``buffer_size`` events' worth.
 
 With no recorder at all the runtime makes no calls (``MachineRuntime(recorder=None)``).
 """
@@ -21,12 +21,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+from array import array
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from actorflow.trace.events import ACT_BEGIN, ACT_END, RECV, SEND, to_row
+from actorflow.trace.events import ACT_BEGIN, ACT_END, CMD, RECV, SEND, plain_payload, to_row
+from actorflow.trace.packed import MSG_WORDS, decode
 from actorflow.trace.tracefile import TraceWriter, plan_info, write_dump
 
 FLIGHT_SIZE = 1024
@@ -72,7 +74,8 @@ class FlightUnit:
 
 
 class TraceUnit:
-    """Full tracing: every event timestamped and kept, flushed in chunks to the trace file."""
+    """Full tracing: every event timestamped and packed into int64 words (``packed``),
+    flushed to the machine's trace file whenever ``buffer_size`` events' worth piled up."""
 
     timed = True
     ring = None
@@ -82,54 +85,64 @@ class TraceUnit:
         self.key = key
         self.size = size
         self.writer = writer
-        self.events: list[tuple] = []
-        self.tail: deque[tuple] = deque(maxlen=size)  # flushed events, for dumps
-        buf, tail, cap = self.events, self.tail, buffer_size
-        append, now = buf.append, time.perf_counter_ns
+        self.words = words = array("q")
+        self.cmds: dict[int, tuple[str, Any]] = {}
+        self.last_chunk: tuple[array, dict] = (array("q"), {})  # for dumps after a flush
+        self.flushed = 0  # words written so far (with len(words): the progress marker)
+        cmds, cap = self.cmds, buffer_size * MSG_WORDS
+        ext, now = words.extend, time.perf_counter_ns
         lock = threading.Lock()
 
         def flush() -> None:
             with lock:  # the unit thread and a closing client may both flush
-                chunk = buf[:]
-                del buf[:len(chunk)]
-                tail.extend(chunk[-size:])
+                chunk, ccmds = words[:], dict(cmds)
+                del words[:len(chunk)]
+                cmds.clear()
+                self.last_chunk = (chunk, ccmds)
+                self.flushed += len(chunk)
             if chunk:
-                writer.write_rows(key, [to_row(e) for e in chunk])
+                writer.write_packed(key, chunk.tobytes(),
+                                    [[k, c, p] for k, (c, p) in ccmds.items()])
 
         def send(m: Any) -> None:
-            append((SEND, now(), m))
-            if len(buf) >= cap:
+            ext((SEND, now(), m.type, m.src, m.dst, m.regst_desc_id, m.slot, m.piece_id,
+                 m.seq, m.msg_id))
+            if len(words) >= cap:
                 flush()
 
         def recv(m: Any) -> None:
-            append((RECV, now(), m))
-            if len(buf) >= cap:
+            if m.type == CMD:  # client commands carry a name and a payload
+                cmds[len(words)] = (m.cmd, plain_payload(m.payload))
+            ext((RECV, now(), m.type, m.src, m.dst, m.regst_desc_id, m.slot, m.piece_id,
+                 m.seq, m.msg_id))
+            if len(words) >= cap:
                 flush()
 
         def act_begin(a: Any) -> None:
-            append((ACT_BEGIN, now(), a))
-            if len(buf) >= cap:
-                flush()
+            r, w = a.reads, a.writes
+            ext((ACT_BEGIN, now(), a.task_id, a.act_id, a.piece_id, len(r), len(w)))
+            for p in r:
+                ext(p)
+            for p in w:
+                ext(p)
 
         def act_end(a: Any) -> None:
-            append((ACT_END, now(), a))
-            if len(buf) >= cap:
+            ext((ACT_END, now(), a.task_id, a.act_id, a.piece_id))
+            if len(words) >= cap:
                 flush()
 
         self.send, self.recv, self.act_begin, self.act_end = send, recv, act_begin, act_end
         self.flush = flush
 
     def rows(self) -> list[list]:
-        recent = self.events[:]
+        recent = decode(self.words[:], dict(self.cmds))
         if len(recent) < self.size:
-            recent = (_snapshot(self.tail) + recent)[-self.size:]
-        return [to_row(e) for e in recent[-self.size:]]
+            chunk, ccmds = self.last_chunk
+            recent = decode(chunk, ccmds) + recent
+        return recent[-self.size:]
 
     def marker(self) -> Any:
-        try:
-            return self.events[-1]
-        except IndexError:
-            return self.tail[-1] if self.tail else None
+        return self.flushed + len(self.words)
 
 
 def _snapshot(d: deque) -> list:

@@ -5,7 +5,7 @@ msgpack maps:
 
     {"format": "actorflow-trace", "version": 1, "machine_id", "pid",
      "anchor_wall_ns", "anchor_mono_ns", "clock_offset_ns", "clock_error_ns"}   header
-    {"unit": [machine, thrd], "rows": [...]}                                   events
+    {"unit": [machine, thrd], "packed": bytes, "cmds": [...]}                  events
     {"states": [...], "reason": str, "t": mono_ns}                             a state dump
     {"end": true, "clock_offset_ns", "clock_error_ns", "rows": n}              footer
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -64,6 +65,7 @@ class TraceWriter:
         self.path = path
         self.machine_id = machine_id
         self.rows = 0
+        self.words = 0
         self._lock = threading.RLock()  # a SIGUSR1 dump may interrupt a write on this thread
         self._clock = (clock_offset, clock_error)
         try:
@@ -73,7 +75,7 @@ class TraceWriter:
         wall, mono, anchor_err = clock_anchor()
         self._write({"format": TRACE_FORMAT, "version": VERSION, "machine_id": machine_id,
                      "pid": os.getpid(), "anchor_wall_ns": wall, "anchor_mono_ns": mono,
-                     "anchor_error_ns": anchor_err,
+                     "anchor_error_ns": anchor_err, "byteorder": sys.byteorder,
                      "clock_offset_ns": int(clock_offset * 1e9),
                      "clock_error_ns": int(clock_error * 1e9)})
 
@@ -90,13 +92,19 @@ class TraceWriter:
         self.rows += len(rows)
         self._write({"unit": list(unit), "rows": rows})
 
+    def write_packed(self, unit: tuple[int, int], data: bytes, cmds: list) -> None:
+        """Events as packed int64 words (``packed.py``) with the CMD names on the side."""
+        self.words += len(data) // 8
+        self._write({"unit": list(unit), "packed": data, "cmds": cmds})
+
     def write_states(self, reason: str, states: list[dict]) -> None:
         self._write({"states": states, "reason": reason, "t": time.perf_counter_ns()})
 
     def close(self) -> None:
         off, err = self._clock
         self._write({"end": True, "clock_offset_ns": int(off * 1e9),
-                     "clock_error_ns": int(err * 1e9), "rows": self.rows})
+                     "clock_error_ns": int(err * 1e9), "rows": self.rows,
+                     "words": self.words})
         with self._lock:
             self._f.close()
 
