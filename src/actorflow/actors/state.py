@@ -207,7 +207,9 @@ class ActorState:
         self._sent = n
 
     def _send_ack(self, out: list, c: Consumed, slot: int, piece: int) -> None:
-        self._send(out, ACK, c.producer, c.desc_id, slot, piece)
+        n = self._sent = self._sent + 1
+        out.append(Msg(ACK, self.task_id, c.producer, c.desc_id, slot, piece, 0,
+                       self._id_base | n))
 
     def _send_eord(self, out: list) -> None:
         for p in self._prod:
