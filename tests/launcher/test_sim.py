@@ -39,6 +39,7 @@ def test_sim_pieces_override_and_json_summary(flowlaunch, tmp_path):
     assert doc["wall_seconds"] > 0 and doc["pieces_per_second"] > 0
     assert [m["rank"] for m in doc["machines"]] == [0, 1]
     assert all(m["exit_code"] == 0 and m["status"] == "bye" for m in doc["machines"])
+    assert [m["pieces"] for m in doc["machines"]] == [5, 5]  # per-machine progress
     assert set(doc["clock_offsets"]) == {"0", "1"}
     assert all(abs(v) < 0.5 for v in doc["clock_offsets"].values())  # same host: ~0
     with np.load(out) as f:

@@ -195,9 +195,13 @@ class _Machine:
         start = client.wait_for({"start"}, cfg.join_timeout, "the start signal")
         self._start_sources(plan, start.get("pieces"))
         deadline = time.monotonic() + cfg.run_timeout if cfg.run_timeout else None
+        next_progress = 0.0
         while True:
             client.poll(0.05)
             self._forward_results()
+            if time.monotonic() >= next_progress:
+                next_progress = time.monotonic() + 0.5
+                self._count_pieces()
             if self.node.error is not None:
                 raise self.node.error
             if self.node.exited():
@@ -208,6 +212,7 @@ class _Machine:
             if deadline is not None and time.monotonic() > deadline:
                 raise LaunchError(f"machine {cfg.rank}: run exceeded {cfg.run_timeout:.0f}s; "
                                   f"still running: {self.node.describe_live()}")
+        self._count_pieces()
         client.send("done", pieces=client.pieces)
         client.wait_for({"shutdown"}, 60.0, "shutdown (the other machines to finish)")
         self._close_node()
@@ -229,6 +234,20 @@ class _Machine:
         if task is not None:  # called from unit threads: hand over to the client's thread
             self.results.put((task.attrs.get("output_name", task.label), piece_id, arrays))
 
+    def _count_pieces(self) -> None:
+        """Progress of this machine for heartbeats: pieces through its slowest actor.
+
+        Read from the node's actor states (thread units); where those are not visible
+        (process units) it stays the number of output pieces delivered here.
+        """
+        try:
+            states = self.node.actor_states()
+        except RuntimeError:  # an actor changed under us; next time
+            return
+        acts = [st["acts"] for st in states if st.get("kind") not in ("acc", "repeat")]
+        if acts:
+            self.client.pieces = max(self.delivered, min(acts))
+
     def _forward_results(self) -> None:
         while True:
             try:
@@ -236,7 +255,7 @@ class _Machine:
             except queue.Empty:
                 return
             self.delivered += 1
-            self.client.pieces = self.delivered
+            self.client.pieces = max(self.client.pieces, self.delivered)
             self.client.send("result", name=name, piece=piece, blobs=wire.blobs_to_wire(arrays),
                              pieces=self.delivered)
 
