@@ -71,6 +71,8 @@ def load_checked(target: str, machines: int):
 
 def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     n = len(cluster.hosts)
+    if args.pieces is not None and args.pieces < 1:
+        raise LaunchError(f"--pieces must be at least 1, got {args.pieces}")
     plan = load_checked(args.plan, n)
     check = job_check(args.plan)
     run_id = secrets.token_hex(4)
