@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from _proto import ack, actor, acts_of, eord, norm, ready
 
-from actorflow.actors.messages import CMD, Msg, cmd
+from actorflow.actors.messages import Msg, cmd
 from actorflow.actors.state import EXITED, RUNNING, ZOMBIE
 from actorflow.errors import ProtocolError
 
@@ -257,4 +257,3 @@ def test_message_ids_are_unique_per_actor():
             ids += [m.msg_id for m in a.act_done(act) if isinstance(m, Msg)]
     assert len(ids) == 12 and len(set(ids)) == 12
     assert all(m >> 32 == 2 for m in ids)
-    assert CMD == 3
