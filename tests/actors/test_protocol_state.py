@@ -257,3 +257,13 @@ def test_message_ids_are_unique_per_actor():
             ids += [m.msg_id for m in a.act_done(act) if isinstance(m, Msg)]
     assert len(ids) == 12 and len(set(ids)) == 12
     assert all(m >> 32 == 2 for m in ids)
+
+
+def test_messages_round_trip_as_plain_lists_through_msgpack():
+    import msgpack
+
+    a = normal(register_num=2, consumers=(3,))
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 4, 0)))
+    for m in [*a.act_done(act), cmd(2, "feed", 3)]:
+        back = Msg.from_header(msgpack.unpackb(msgpack.packb(m.header())))
+        assert back == m and hash(back) == hash(m) and repr(back) == repr(m)
