@@ -1,9 +1,9 @@
 """Full-trace events packed as int64 words the moment they happen.
 
-A hook copies the few integer fields it needs into an ``array('q')`` (one ``extend`` of a
-short tuple): nothing is retained per event but the words, so a long trace neither keeps
+A hook packs the few integer fields it needs as native int64 words (``struct``) onto a
+bytearray: nothing is retained per event but the words, so a long trace neither keeps
 the runtime's messages alive nor gives the garbage collector more to scan, and a flush is
-``tobytes()``.  The rare CMD message also has a name and payload: those go to a side dict
+a bytes copy.  The rare CMD message also has a name and payload: those go to a side dict
 keyed by the event's word offset.
 
 Layouts (``code`` from ``events``; ``t`` = ``perf_counter_ns``):

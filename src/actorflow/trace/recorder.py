@@ -10,8 +10,9 @@ The runtime asks ``recorder.unit((machine_id, thrd_id))`` once per unit and uses
   last ``flight_size`` steps; rows are built only when it is dumped (``Recorder.dump``).
 * ``unit.timed`` (full tracing, ``trace_dir``): when true the runtime calls ``send(msg)``,
   ``recv(msg)``, ``act_begin(act)``, ``act_end(act)``; each packs the event's timestamp and
-  integer fields into an int64 array (``packed.py``) that is flushed to the machine's trace
-  file (``tracefile.TraceWriter``) whenever it holds ``buffer_size`` events' worth.
+  integer fields as int64 words (``packed.py``) into a bytearray that is flushed to the
+  machine's trace file (``tracefile.TraceWriter``) whenever it holds ``buffer_size``
+  events' worth.
 
 With no recorder at all the runtime makes no calls (``MachineRuntime(recorder=None)``).
 """
@@ -19,16 +20,16 @@ With no recorder at all the runtime makes no calls (``MachineRuntime(recorder=No
 from __future__ import annotations
 
 import os
+import struct
 import threading
 import time
-from array import array
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from actorflow.trace.events import ACT_BEGIN, ACT_END, CMD, RECV, SEND, plain_payload, to_row
-from actorflow.trace.packed import MSG_WORDS, decode
+from actorflow.trace.packed import MSG_WORDS, decode_chunk
 from actorflow.trace.tracefile import TraceWriter, plan_info, write_dump
 
 FLIGHT_SIZE = 1024
@@ -74,8 +75,10 @@ class FlightUnit:
 
 
 class TraceUnit:
-    """Full tracing: every event timestamped and packed into int64 words (``packed``),
-    flushed to the machine's trace file whenever ``buffer_size`` events' worth piled up."""
+    """Full tracing: every event timestamped and packed as int64 words (``packed.py``) into
+    a bytearray, flushed to the machine's trace file whenever ``buffer_size`` events' worth
+    piled up.  Packing with ``struct`` at the hook is cheaper overall than keeping objects
+    and converting them at flush time."""
 
     timed = True
     ring = None
@@ -85,64 +88,68 @@ class TraceUnit:
         self.key = key
         self.size = size
         self.writer = writer
-        self.words = words = array("q")
-        self.cmds: dict[int, tuple[str, Any]] = {}
-        self.last_chunk: tuple[array, dict] = (array("q"), {})  # for dumps after a flush
-        self.flushed = 0  # words written so far (with len(words): the progress marker)
-        cmds, cap = self.cmds, buffer_size * MSG_WORDS
-        ext, now = words.extend, time.perf_counter_ns
+        self.buf = buf = bytearray()
+        self.cmds: dict[int, tuple[str, Any]] = {}  # word offset -> CMD name, payload
+        self.last_chunk: tuple[bytes, dict] = (b"", {})  # for dumps after a flush
+        self.flushed = 0  # bytes written so far (with len(buf): the progress marker)
+        cmds, cap = self.cmds, buffer_size * MSG_WORDS * 8
+        now = time.perf_counter_ns
+        msg, end, begin, pair = (struct.Struct(f"={n}q").pack for n in (MSG_WORDS, 5, 7, 2))
         lock = threading.Lock()
 
         def flush() -> None:
             with lock:  # the unit thread and a closing client may both flush
-                chunk, ccmds = words[:], dict(cmds)
-                del words[:len(chunk)]
+                chunk, ccmds = bytes(buf), dict(cmds)
+                del buf[:len(chunk)]
                 cmds.clear()
                 self.last_chunk = (chunk, ccmds)
                 self.flushed += len(chunk)
             if chunk:
-                writer.write_packed(key, chunk.tobytes(),
-                                    [[k, c, p] for k, (c, p) in ccmds.items()])
+                writer.write_packed(key, chunk, [[k, c, p] for k, (c, p) in ccmds.items()])
 
         def send(m: Any) -> None:
-            ext((SEND, now(), m.type, m.src, m.dst, m.regst_desc_id, m.slot, m.piece_id,
-                 m.seq, m.msg_id))
-            if len(words) >= cap:
+            buf.extend(msg(SEND, now(), m.type, m.src, m.dst, m.regst_desc_id, m.slot,
+                           m.piece_id, m.seq, m.msg_id))
+            if len(buf) >= cap:
                 flush()
 
         def recv(m: Any) -> None:
             if m.type == CMD:  # client commands carry a name and a payload
-                cmds[len(words)] = (m.cmd, plain_payload(m.payload))
-            ext((RECV, now(), m.type, m.src, m.dst, m.regst_desc_id, m.slot, m.piece_id,
-                 m.seq, m.msg_id))
-            if len(words) >= cap:
+                cmds[len(buf) // 8] = (m.cmd, plain_payload(m.payload))
+            buf.extend(msg(RECV, now(), m.type, m.src, m.dst, m.regst_desc_id, m.slot,
+                           m.piece_id, m.seq, m.msg_id))
+            if len(buf) >= cap:
                 flush()
 
         def act_begin(a: Any) -> None:
             r, w = a.reads, a.writes
-            ext((ACT_BEGIN, now(), a.task_id, a.act_id, a.piece_id, len(r), len(w)))
+            buf.extend(begin(ACT_BEGIN, now(), a.task_id, a.act_id, a.piece_id, len(r), len(w)))
             for p in r:
-                ext(p)
+                buf.extend(pair(*p))
             for p in w:
-                ext(p)
+                buf.extend(pair(*p))
 
         def act_end(a: Any) -> None:
-            ext((ACT_END, now(), a.task_id, a.act_id, a.piece_id))
-            if len(words) >= cap:
+            buf.extend(end(ACT_END, now(), a.task_id, a.act_id, a.piece_id))
+            if len(buf) >= cap:
                 flush()
 
         self.send, self.recv, self.act_begin, self.act_end = send, recv, act_begin, act_end
         self.flush = flush
 
     def rows(self) -> list[list]:
-        recent = decode(self.words[:], dict(self.cmds))
+        recent = decode_chunk(bytes(self.buf), _cmd_list(self.cmds))
         if len(recent) < self.size:
             chunk, ccmds = self.last_chunk
-            recent = decode(chunk, ccmds) + recent
+            recent = decode_chunk(chunk, _cmd_list(ccmds)) + recent
         return recent[-self.size:]
 
     def marker(self) -> Any:
-        return self.flushed + len(self.words)
+        return self.flushed + len(self.buf)
+
+
+def _cmd_list(cmds: dict[int, tuple[str, Any]]) -> list:
+    return [[k, c, p] for k, (c, p) in dict(cmds).items()]
 
 
 def _snapshot(d: deque) -> list:
