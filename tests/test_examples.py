@@ -29,3 +29,23 @@ def test_sample_pipeline_on_several_machines_matches_numpy():
     with af.Session(plan) as s:
         out = s.run_to_end()["colsum"]
     assert len(out) == 5 and mod.check(out) < 1e-5
+
+
+def load_bench(name: str):
+    path = EXAMPLES.parent / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_foundation_benches_run_tiny_and_print_their_tables(capsys):
+    """Smoke only (no timing asserted): the benches still build, run and print tables."""
+    assert load_bench("actor_overhead").main(["--pieces", "50", "--repeats", "1",
+                                              "--chain", "2"]) == 0
+    assert load_bench("pipeline").main(["--ms", "1", "--pieces", "4", "--repeats", "1",
+                                        "--stages", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "| actors | threads | register_num |" in out
+    assert "| stages | register_num | pieces | ideal s |" in out
+    assert out.count("\n|") >= 2 + 4 + 2 + 4  # header+rule and one row per config
