@@ -1,8 +1,9 @@
 """What recording costs: pieces/s of the 2-stage chain with tracing off, with the always-on
 flight recorder, and with full tracing to files.
 
-Plan: ``source(constant) -> identity -> identity`` on empty 1-element kernels (the worst
-case: no real work to hide the hooks), every stage on its own thread, register_num 4.
+Plan: ``source(constant) -> stage -> stage``, every stage on its own thread, register_num 4;
+the stages are empty 1-element ``identity`` kernels (the worst case: no work to hide the
+hooks) or ``busy`` kernels doing a few tens of microseconds of numpy per act.
 
 * off:    ``Session(plan, flight=False)`` - the runtime holds no recorder and makes no
           recorder calls at all;
@@ -31,26 +32,48 @@ from _util import print_table
 
 import actorflow as af
 
+WORKLOADS = {  # name -> (op, attrs) of each of the two stages
+    "empty": ("identity", {}),
+    "busy-4k": ("busy", {"size": 4096, "iters": 2}),  # a few tens of us of numpy per act
+}
 
-def chain_plan(pieces: int, threads: int, register_num: int = 4) -> af.Plan:
-    b = af.PlanBuilder(register_num=register_num, name="trace_overhead_chain")
+
+def chain_plan(pieces: int, threads: int, register_num: int = 4,
+               workload: str = "empty") -> af.Plan:
+    op, attrs = WORKLOADS[workload]
+    b = af.PlanBuilder(register_num=register_num, name=f"trace_overhead_{workload}")
     h = b.source("constant", {"shape": [1], "dtype": "float32"}, piece_num=pieces, thrd=0)
     for i in range(2):
-        h = b.op("identity", h, thrd=min(i + 1, threads - 1))
+        h = b.op(op, h, thrd=min(i + 1, threads - 1), **attrs)
     return b.build()
 
 
-def run(plan: af.Plan, pieces: int, mode: str) -> float:
-    """Pieces/s from start to the last actor's exit (session setup excluded)."""
+def run(plan: af.Plan, pieces: int, mode: str) -> tuple[float, float]:
+    """(pieces/s, CPU us/piece) from start to the last actor's exit (setup excluded).
+
+    CPU time of the whole process (every unit thread) is reported next to wall time: on a
+    shared, loaded machine it is the steadier of the two."""
     with tempfile.TemporaryDirectory(prefix="af-trace-bench-") as d:
         kw = {"off": {"flight": False}, "flight": {}, "full": {"trace": d}}[mode]
         s = af.Session(plan, validate=False, timeout=600, **kw)
         try:
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             s.run_to_end(pieces=pieces)
-            return pieces / (time.perf_counter() - t0)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            return pieces / wall, cpu * 1e6 / pieces
         finally:
             s.close()
+
+
+def measure(plan: af.Plan, pieces: int, repeats: int) -> dict[str, list[tuple[float, float]]]:
+    modes = ("off", "flight", "full")
+    runs: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
+    run(plan, min(pieces, 2000), "full")  # warm-up
+    for r in range(repeats):
+        order = modes if r % 2 == 0 else tuple(reversed(modes))  # no mode always goes first
+        for m in order:
+            runs[m].append(run(plan, pieces, m))
+    return runs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,23 +81,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pieces", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--threads", type=int, default=3, help="1: every actor on one thread")
+    ap.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all")
     args = ap.parse_args(argv)
-    plan = chain_plan(args.pieces, args.threads)
-    modes = ("off", "flight", "full")
-    runs: dict[str, list[float]] = {m: [] for m in modes}
-    run(plan, min(args.pieces, 2000), "full")  # warm-up
-    for r in range(args.repeats):
-        order = modes if r % 2 == 0 else tuple(reversed(modes))  # no mode always goes first
-        for m in order:
-            runs[m].append(run(plan, args.pieces, m))
-    base = statistics.median(runs["off"])
     rows = []
-    for m in modes:
-        med = statistics.median(runs[m])
-        rows.append([m, med, f"{(base / med - 1) * 100:+.1f}%", min(runs[m]), max(runs[m])])
-    print_table(f"Trace overhead: 2-stage chain of empty kernels, {args.threads} thread(s), "
-                f"{args.pieces} pieces, median of {args.repeats} (cpus: {os.cpu_count()})",
-                ["mode", "pieces/s", "slower than off", "min", "max"], rows)
+    for w in WORKLOADS if args.workload == "all" else [args.workload]:
+        pieces = args.pieces if w == "empty" else max(args.pieces // 4, 1000)
+        runs = measure(chain_plan(pieces, args.threads, workload=w), pieces, args.repeats)
+        base = statistics.median(r[0] for r in runs["off"])
+        base_cpu = statistics.median(r[1] for r in runs["off"])
+        for m, v in runs.items():
+            med = statistics.median(r[0] for r in v)
+            cpu = statistics.median(r[1] for r in v)
+            rows.append([w, pieces, m, med, f"{(base / med - 1) * 100:+.1f}%", cpu,
+                         f"{(cpu / base_cpu - 1) * 100:+.1f}%"])
+    print_table(f"Trace overhead: 2-stage chain, {args.threads} thread(s), median of "
+                f"{args.repeats} interleaved runs (cpus: {os.cpu_count()}, load: "
+                f"{os.getloadavg()[0]:.1f})",
+                ["workload", "pieces", "mode", "pieces/s", "slower (wall)", "CPU us/piece",
+                 "more CPU"],
+                rows)
     return 0
 
 
