@@ -47,6 +47,8 @@ class Session:
         a watchdog that fails a run in which no actor progressed for that many seconds."""
         if validate:
             plan.validate()
+        if recorder is not None and trace is not None:
+            raise ValueError("Session: pass either recorder= or trace=, not both")
         self.diagnostics = Diagnostics(plan, trace=trace, stall_timeout=stall_timeout,
                                        flight=flight and recorder is None)
         if recorder is None:
