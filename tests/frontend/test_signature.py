@@ -57,6 +57,11 @@ def test_pow_dispatches_in_order(job):
     assert (_last(job).op_type, _last(job).attrs["scalar"]) == ("scalar_rpow", 2.0)
     F.pow(base=3, exponent=x)
     assert _last(job).op_type == "scalar_rpow"
+    F.pow(x, 3, inplace=False)  # keyword-only argument of signature *1
+    assert (_last(job).op_type, _last(job).attrs["scalar"]) == ("scalar_pow", 3)
+    with pytest.raises(TypeError) as e:
+        F.pow(x, 3, False)  # inplace is keyword-only: no signature takes 3 positionals
+    assert str(e.value) == POW_ERROR
 
 
 def test_pow_invalid_combination_lists_every_signature_word_for_word(job):
