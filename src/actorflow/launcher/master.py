@@ -31,6 +31,7 @@ import zmq
 from actorflow.errors import LaunchError, WaitTimeout
 from actorflow.launcher import wire
 from actorflow.launcher.ports import resolve
+from actorflow.launcher.store import Store
 from actorflow.plan.io import plan_to_bytes
 from actorflow.plan.model import Plan
 
@@ -85,9 +86,7 @@ class ControlMaster:
         self.ranks: dict[int, RankInfo] = {}
         self.by_ident: dict[bytes, int] = {}
         self.monitors: set[bytes] = set()
-        self.kv: dict[str, Any] = {}
-        self.kv_waiters: list[tuple[bytes, str, float]] = []
-        self.barriers: dict[str, set[int]] = {}
+        self.store = Store()
         self.results: dict[str, dict[int, dict]] = {}
         self.error: dict | None = None
         self.phase = "join"
@@ -184,10 +183,7 @@ class ControlMaster:
         if self.monitors and self.phase == "run" and now - self._last_progress >= 1.0:
             self._last_progress = now
             self._to_monitors("progress", **self._progress())
-        for ident, key, deadline in list(self.kv_waiters):
-            if now > deadline:
-                self.kv_waiters.remove((ident, key, deadline))
-                self._send(ident, "kv_val", key=key, missing=True)
+        self._reply(self.store.expire(now))
         if self.phase == "join" and len(self.ranks) < self.world_size and (
                 now - self.t_start > self.join_timeout):
             missing = sorted(set(range(self.world_size)) - set(self.ranks))
@@ -331,27 +327,15 @@ class ControlMaster:
             info.status = "bye" if self.phase in ("shutdown", "ended") else "aborted"
 
     def _on_kv_set(self, ident: bytes, info: RankInfo, msg: dict) -> None:
-        key = str(msg["key"])
-        self.kv[key] = msg.get("value")
-        self._send(ident, "kv_ok", key=key)
-        for w in [w for w in self.kv_waiters if w[1] == key]:
-            self.kv_waiters.remove(w)
-            self._send(w[0], "kv_val", key=key, value=self.kv[key])
+        self._reply(self.store.set(ident, str(msg["key"]), msg.get("value")))
 
     def _on_kv_get(self, ident: bytes, info: RankInfo, msg: dict) -> None:
-        key = str(msg["key"])
-        if key in self.kv:
-            self._send(ident, "kv_val", key=key, value=self.kv[key])
-        else:
-            self.kv_waiters.append((ident, key, time.monotonic() + float(msg.get("timeout", 0))))
+        deadline = time.monotonic() + float(msg.get("timeout", 0))
+        self._reply(self.store.get(ident, str(msg["key"]), deadline))
 
     def _on_barrier(self, ident: bytes, info: RankInfo, msg: dict) -> None:
-        name = str(msg["name"])
-        arrived = self.barriers.setdefault(name, set())
-        arrived.add(info.rank)
-        if len(arrived) == self.world_size:
-            del self.barriers[name]
-            self._broadcast("barrier_ok", name=name)
+        if self.store.arrive(str(msg["name"]), info.rank, self.world_size):
+            self._broadcast("barrier_ok", name=str(msg["name"]))
 
     # -- failure and output ----------------------------------------------------------------
     def _fail(self, err: dict) -> None:
@@ -405,6 +389,10 @@ class ControlMaster:
     # -- sending -------------------------------------------------------------------------
     def _send(self, ident: bytes, t: str, **fields: Any) -> None:
         self._sock.send_multipart([ident, wire.pack(t, **fields)])
+
+    def _reply(self, replies: list[tuple[bytes, str, dict]]) -> None:
+        for ident, t, fields in replies:
+            self._send(ident, t, **fields)
 
     def _broadcast(self, t: str, **fields: Any) -> None:
         data = wire.pack(t, **fields)
