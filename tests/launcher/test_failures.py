@@ -182,3 +182,20 @@ def test_run_timeout_stops_everything(flowlaunch):
                        "--quiet", timeout=30)
     assert r.returncode == 1
     assert "flowlaunch: run failed: run exceeded --timeout 1s" in r.stderr, r.stderr
+
+
+def test_broken_job_file_reaches_every_worker_fast(flowlaunch):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    master = f"127.0.0.1:{port}"
+    _tag, p0 = flowlaunch.start("worker", JOBS / "broken_job.py", "--rank", 0,
+                                "--world-size", 2, "--master", master)
+    r1 = flowlaunch.run("worker", "--rank", 1, "--world-size", 2, "--master", master,
+                        timeout=30)
+    _out, err0 = p0.communicate(timeout=30)
+    want = "broken_job.py: build_plan(machines=2) failed: ValueError: this job is broken"
+    for code, err in ((p0.returncode, err0), (r1.returncode, r1.stderr)):
+        lines = err.strip().splitlines()
+        assert code == 1 and len(lines) == 1 and want in lines[0], err
+    assert r1.seconds < 10

@@ -48,7 +48,13 @@ def load_target(path: str | Path, machines: int = 1) -> Plan:
         if fn is None:
             return _compile_job_file(mod, path, machines)
         kwargs = {"machines": machines} if "machines" in inspect.signature(fn).parameters else {}
-        plan = fn(**kwargs)
+        try:
+            plan = fn(**kwargs)
+        except ActorflowError:
+            raise
+        except Exception as e:
+            raise LaunchError(f"{path}: build_plan(machines={machines}) failed: "
+                              f"{type(e).__name__}: {e}") from e
         if not isinstance(plan, Plan):
             raise LaunchError(f"{path}: build_plan returned {type(plan).__name__}, not a Plan")
         plan.validate()

@@ -87,6 +87,7 @@ class ControlMaster:
         self.by_ident: dict[bytes, int] = {}
         self.monitors: set[bytes] = set()
         self.store = Store()
+        self._told: set[int] = set()  # ranks rejected because the plan did not load
         self.results: dict[str, dict[int, dict]] = {}
         self.error: dict | None = None
         self.phase = "join"
@@ -256,7 +257,13 @@ class ControlMaster:
             reason = f"rank {rank} joined after the run started"
         if reason:
             self._send(ident, "reject", reason=reason)
-            self.log(f"rejected a worker: {reason}")
+            if self.setup_error:  # nothing can run: end once every rank has been told
+                self._told.add(rank)
+                if len(self._told) >= self.world_size:
+                    self._fail({"rank": 0, "kind": "setup", "message": self.setup_error})
+                    self.phase = "aborted"
+            else:
+                self.log(f"rejected a worker: {reason}")
             return
         info = RankInfo(rank, ident, str(msg.get("host", "?")), int(msg.get("pid", 0)),
                         time.monotonic(), clock=dict(msg.get("clock") or {}))
@@ -341,7 +348,8 @@ class ControlMaster:
     def _fail(self, err: dict) -> None:
         if self.error is None:  # the first failure is the root cause
             self.error = err
-            self.log(f"run failed: {err.get('message')}")
+            if err.get("kind") != "setup":  # a setup error is each worker's own one line
+                self.log(f"run failed: {err.get('message')}")
 
     def _abort(self, err: dict) -> None:
         self._fail(err)
