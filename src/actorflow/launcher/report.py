@@ -14,9 +14,8 @@ def failure_table(children: Sequence[Child], root: Child | None, root_line: str 
     rows = [("", "rank", "host", "pid", "exit", "first error line")]
     for c in sorted(children, key=lambda c: c.rank):
         line = root_line if (c is root and root_line) else c.first_error
-        if c.failed and (not line or ((c.exit_code or 0) < 0 and c is root)):
-            line = (f"killed by {c.status().split()[1]}" if (c.exit_code or 0) < 0
-                    else c.tail[-1] if c.tail else "(no output)")
+        if c.failed and not line:
+            line = _death(c)
         rows.append(("*" if c is root else "", str(c.rank), c.host, str(c.pid), c.status(),
                      line[:160]))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
@@ -39,7 +38,22 @@ def root_cause(children: Sequence[Child], master_error: dict | None) -> tuple[Ch
     if not failed:
         return None, ""
     first = min(failed, key=lambda c: c.ended)
-    return first, first.first_error
+    return first, _death(first) if (first.exit_code or 0) < 0 else first.first_error
+
+
+def _death(c: Child) -> str:
+    """What to say about a child that died without an error line of its own."""
+    if (c.exit_code or 0) < 0:
+        return f"killed by {c.status().split()[1]}"
+    return c.tail[-1] if c.tail else "(no output)"
+
+
+def headline(root: Child | None, line: str) -> str:
+    """The one line that says why the run failed, naming the machine."""
+    if root is None:
+        return f"flowlaunch: run failed{': ' + line if line else ''}"
+    return (f"flowlaunch: run failed: machine {root.rank} (rank {root.rank} on {root.host}, "
+            f"pid {root.pid}): {line or root.status()}")
 
 
 def progress_line(msg: dict, machines: int) -> str:

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from actorflow.launcher.monitor import Monitor
-from actorflow.launcher.report import failure_table, root_cause
+from actorflow.launcher.report import failure_table, headline, root_cause
 from actorflow.launcher.supervisor import Supervisor
 
 
@@ -82,7 +82,7 @@ class RunLoop:
                 root, line = None, f"run exceeded --timeout {self.timeout:g}s"
             else:
                 root, line = root_cause(sup.children, err)
-            print(f"flowlaunch: run failed{': ' + line if line else ''}", file=sys.stderr)
+            print(headline(root, line), file=sys.stderr)
             print(failure_table(sup.children, root, line), file=sys.stderr, flush=True)
             return 1
         return 0
