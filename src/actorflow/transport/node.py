@@ -4,7 +4,7 @@ What the launcher (or a test) does per machine:
 
     node = MachineNode(plan, machine_id=1, unit="thread", run_id="ab12",
                        on_deliver=lambda task, piece_id, arrays: ...)
-    addr = node.bind("127.0.0.1")          # "tcp://127.0.0.1:PORT" (port 0 = a free one)
+    addr = node.bind("127.0.0.1")          # "tcp://127.0.0.1:PORT" (+ unit addresses)
     node.connect({0: addr0, 1: addr1})     # every machine's data-plane address
     node.start()                           # process units: spawned here, waits until built
     node.command(task_id, "start", 10)     # CMD start|feed|close|stop to any task (routed)
