@@ -204,3 +204,18 @@ def test_broken_job_file_reaches_every_worker_fast(flowlaunch):
         lines = err.strip().splitlines()
         assert code == 1 and len(lines) == 1 and want in lines[0], err
     assert r1.seconds < 10
+
+
+def test_sigint_to_flowlaunch_is_forwarded_and_cleans_up(flowlaunch):
+    tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 2,
+                              "--unit", "process")
+    _wait_for_line(p.stderr, "progress:", 30)
+    argv = cmdline(_worker_pid(tag, 1))
+    run_id = argv[argv.index("--run-id") + 1]
+    p.send_signal(signal.SIGINT)  # what Ctrl-C does (workers sit in their own sessions)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + signal.SIGINT
+    assert "got SIGINT; stopping ranks" in err
+    assert "[rank 1] flowlaunch worker: rank 1: stopped by SIGINT" in out  # forwarded
+    assert tagged_pids(tag) == []
+    assert {n for n in _shm() if run_id in n} == set()
