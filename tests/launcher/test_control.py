@@ -178,3 +178,26 @@ def test_master_port_in_use_is_one_clear_error(master):
     with pytest.raises(LaunchError, match=f"master port {master.port} on 127.0.0.1 is "
                                           "already in use"):
         other.start()
+
+
+def test_garbage_on_the_master_port_is_ignored(master):
+    import zmq
+
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.DEALER)
+    s.connect(f"tcp://127.0.0.1:{master.port}")
+    s.send(b"\x00not msgpack at all")
+    s.send(b"\x81\xa1v\x09")  # msgpack {"v": 9}: no type field
+    s.close(linger=1000)
+    ctx.term()
+
+    def rank(r):
+        c = _client(master, r)
+        try:
+            c.sync_clock()
+            return c.hello("h", r, 10)["t"]
+        finally:
+            c.close()
+
+    assert _in_threads(lambda: rank(0), lambda: rank(1)) == ["plan", "plan"]
+    assert master.error is None

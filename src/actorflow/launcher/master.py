@@ -28,7 +28,7 @@ from typing import Any
 
 import zmq
 
-from actorflow.errors import LaunchError, WaitTimeout
+from actorflow.errors import LaunchError, TransportError, WaitTimeout
 from actorflow.launcher import wire
 from actorflow.launcher.ports import resolve
 from actorflow.launcher.store import Store
@@ -172,7 +172,12 @@ class ControlMaster:
                 sock = self._sock
                 while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:  # no zmq.Again exceptions
                     ident, data = sock.recv_multipart()
-                    self._handle(ident, wire.unpack(data, f"peer {ident!r}"))
+                    try:
+                        msg = wire.unpack(data, f"peer {ident!r}")
+                    except TransportError as e:  # a stranger's bytes must not end the run
+                        self.log(f"ignored: {e}")
+                        continue
+                    self._handle(ident, msg)
             self._tick(time.monotonic())
         if self.phase == "aborted":
             self._drain_byes(3.0)
