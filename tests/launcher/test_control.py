@@ -12,7 +12,7 @@ import time
 import pytest
 
 from actorflow.errors import LaunchError, WaitTimeout
-from actorflow.launcher import clock
+from actorflow.launcher import clock, wire
 from actorflow.launcher.client import Aborted, ControlClient
 from actorflow.launcher.master import ControlMaster
 from actorflow.launcher.ports import free_port
@@ -188,6 +188,7 @@ def test_garbage_on_the_master_port_is_ignored(master):
     s.connect(f"tcp://127.0.0.1:{master.port}")
     s.send(b"\x00not msgpack at all")
     s.send(b"\x81\xa1v\x09")  # msgpack {"v": 9}: no type field
+    s.send(wire.pack("hello", world_size=2))  # right version, no rank
     s.close(linger=1000)
     ctx.term()
 

@@ -173,11 +173,12 @@ class ControlMaster:
                 while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:  # no zmq.Again exceptions
                     ident, data = sock.recv_multipart()
                     try:
-                        msg = wire.unpack(data, f"peer {ident!r}")
+                        self._handle(ident, wire.unpack(data, f"peer {ident!r}"))
                     except TransportError as e:  # a stranger's bytes must not end the run
                         self.log(f"ignored: {e}")
-                        continue
-                    self._handle(ident, msg)
+                    except (KeyError, TypeError, ValueError) as e:
+                        self.log(f"ignored a malformed control message from {ident!r}: "
+                                 f"{type(e).__name__}: {e}")
             self._tick(time.monotonic())
         if self.phase == "aborted":
             self._drain_byes(3.0)
