@@ -73,6 +73,8 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     n = len(cluster.hosts)
     if args.pieces is not None and args.pieces < 1:
         raise LaunchError(f"--pieces must be at least 1, got {args.pieces}")
+    if args.out and not Path(args.out).resolve().parent.is_dir():
+        raise LaunchError(f"--out {args.out}: directory {Path(args.out).parent} does not exist")
     plan = load_checked(args.plan, n)
     check = job_check(args.plan)
     run_id = secrets.token_hex(4)

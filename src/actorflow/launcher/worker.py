@@ -90,6 +90,7 @@ def run_worker(cfg: WorkerConfig) -> int:
     master = None
     client = None
     signalled = False
+    code = EXIT_FAILED
     try:
         if cfg.rank == 0:
             if cfg.target is None:
@@ -113,7 +114,8 @@ def run_worker(cfg: WorkerConfig) -> int:
         code = EXIT_FAILED
     finally:
         try:
-            _finish(cfg, master, client, wait=1.0 if signalled else 10.0)
+            if not _finish(cfg, master, client, wait=1.0 if signalled else 10.0) and code == 0:
+                code = EXIT_FAILED
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
@@ -121,7 +123,8 @@ def run_worker(cfg: WorkerConfig) -> int:
 
 
 def _finish(cfg: WorkerConfig, master: ControlMaster | None, client: ControlClient | None,
-            wait: float) -> None:
+            wait: float) -> bool:
+    """Close the client and (rank 0) the master; save ``--out``.  False if that failed."""
     if client is not None:
         client.close()
     if master is not None:
@@ -130,12 +133,18 @@ def _finish(cfg: WorkerConfig, master: ControlMaster | None, client: ControlClie
         except ActorflowError as e:
             if wait >= 10.0:  # after a signal, cutting the master short is the point
                 log(f"master: {e}")
+        ok = master.summary()["ok"]
         master.close()
-        if cfg.out and master.error is None:
+        if cfg.out and ok:
             from actorflow.launcher.outputs import outputs_from_results, save_outputs
 
-            save_outputs(cfg.out, outputs_from_results(master.results))
+            try:
+                save_outputs(cfg.out, outputs_from_results(master.results))
+            except ActorflowError as e:
+                log(f"error: {e}")
+                return False
             log(f"saved output pieces to {cfg.out}")
+    return True
 
 
 class _Machine:
