@@ -41,8 +41,8 @@ def test_flight_ring_keeps_the_last_steps_only():
     with af.Session(chain(pieces=30), recorder=rec) as s:
         s.run_to_end()
     # a step = a message handed to an actor (or a completed act) + the actions it produced
-    assert all(len(u.buf) <= 32 for u in rec.units.values())
-    assert max(len(u.buf) for u in rec.units.values()) == 32
+    assert all(len(u.buf) <= 16 for u in rec.units.values())
+    assert max(len(u.buf) for u in rec.units.values()) == 16
     rows = rec.flight_rows()
     # the newest events are kept: the source's last act is piece 29, the oldest are gone
     src_acts = [r[4] for r in rows[(0, 0)] if r[0] == ACT_BEGIN]

@@ -156,13 +156,11 @@ class ProcessUnit:
             host = actors.get(msg.dst)
             if host is None:
                 raise ProtocolError(f"{self.name} got {msg!r} for a task it does not host")
-            if ring is not None:
-                ring(msg)
-            elif timed is not None:
+            if timed is not None:
                 timed.recv(msg)
             actions = host.state.handle(msg)
             if ring is not None:
-                ring(actions)
+                ring((msg, actions))
             unit.execute(host, actions)
 
     def wait_stop(self, limit: float = 60.0) -> None:

@@ -42,8 +42,8 @@ class ThreadUnit:
         self.live = 0
         self.thread: threading.Thread | None = None
         # trace hooks (actorflow.trace.recorder), None = no calls at all: ``ring`` is the
-        # flight recorder, a bare deque.append fed each handled message / completed act and
-        # the actions it produced; ``timed`` gets a timestamped call per event (full tracing)
+        # flight recorder, a bare deque.append fed (message or completed act, the actions
+        # it produced) per step; ``timed`` gets a timestamped call per event (full tracing)
         rec = runtime.recorder.unit(key) if runtime.recorder is not None else None
         self.rec = rec
         self.ring = getattr(rec, "ring", None)
@@ -94,25 +94,21 @@ class ThreadUnit:
             host = actors.get(msg.dst)
             if host is None:
                 raise ProtocolError(f"unit {self.name} got {msg!r} for a task it does not host")
-            if ring is not None:
-                ring(msg)
-            elif timed is not None:
+            if timed is not None:
                 timed.recv(msg)
             actions = host.state.handle(msg)
             if ring is not None:
-                ring(actions)
+                ring((msg, actions))
             self.execute(host, actions)
 
     def _drain_stream(self) -> None:
         ring, timed = self.ring, self.timed
         for h, act in self.stream.completed():
-            if ring is not None:
-                ring(act)
-            elif timed is not None:
+            if timed is not None:
                 timed.act_end(act)
             done = h.state.act_done(act)
             if ring is not None:
-                ring(done)
+                ring((act, done))
             self.execute(h, done)
 
     def execute(self, host: ActorHost, actions: list[Any]) -> None:
@@ -146,13 +142,11 @@ class ThreadUnit:
                     self.live -= 1
                     rt.actor_exited(a.task_id)
             for h2, act in stream.completed():
-                if ring is not None:
-                    ring(act)
-                elif timed is not None and not sync:
+                if timed is not None and not sync:
                     timed.act_end(act)  # an async act counts as done when its stream says so
                 done = h2.state.act_done(act)
                 if ring is not None:
-                    ring(done)
+                    ring((act, done))
                 if pending is None:
                     pending = deque()
                 pending.append((h2, done))

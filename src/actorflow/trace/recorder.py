@@ -3,11 +3,11 @@
 The runtime asks ``recorder.unit((machine_id, thrd_id))`` once per unit and uses it as:
 
 * ``unit.ring`` (flight recorder; always on): a bare ``deque.append``.  For every message a
-  unit hands to an actor it appends the message, then the list of actions the state
-  machine returned; for every completed act, the act, then the actions ``act_done``
-  returned.  Two C-level appends per step, no timestamps, no copies: this is what keeps
-  the always-on recorder within a few percent of no recorder at all.  The ring keeps the
-  last ``flight_size`` steps; rows are built only when it is dumped (``Recorder.dump``).
+  unit hands to an actor it appends ``(message, actions the state machine returned)``; for
+  every completed act, ``(act, actions act_done returned)``.  One C-level append of a
+  2-tuple per step, no timestamps, no copies: this is what keeps the always-on recorder
+  within a few percent of no recorder at all.  The ring keeps the last ``flight_size``
+  steps; rows are built only when it is dumped (``Recorder.dump``).
 * ``unit.timed`` (full tracing, ``trace_dir``): when true the runtime calls ``send(msg)``,
   ``recv(msg)``, ``act_begin(act)``, ``act_end(act)``; each packs the event's timestamp and
   integer fields as int64 words (``packed.py``) into a bytearray that is flushed to the
@@ -37,30 +37,29 @@ BUFFER_SIZE = 8192
 
 
 class FlightUnit:
-    """Always-on ring of one unit: its last ``size`` steps (message or act + actions)."""
+    """Always-on ring of one unit: its last ``size`` steps ((message or act, actions))."""
 
     timed = False
 
     def __init__(self, key: tuple[int, int], size: int = FLIGHT_SIZE) -> None:
         self.key = key
         self.size = size
-        self.buf: deque = deque(maxlen=2 * size)
+        self.buf: deque = deque(maxlen=size)
         self.ring = self.buf.append
 
     def rows(self) -> list[list]:
         """The ring as event rows (``t`` = -1: the ring keeps order, not time)."""
         out: list[list] = []
-        for o in _snapshot(self.buf):
-            if isinstance(o, list):
-                for a in o:
-                    if hasattr(a, "msg_id"):
-                        out.append(to_row((SEND, -1, a)))
-                    elif hasattr(a, "act_id"):
-                        out.append(to_row((ACT_BEGIN, -1, a)))
-            elif hasattr(o, "msg_id"):
+        for o, actions in _snapshot(self.buf):
+            if hasattr(o, "msg_id"):
                 out.append(to_row((RECV, -1, o)))
             elif hasattr(o, "act_id"):
                 out.append(to_row((ACT_END, -1, o)))
+            for a in actions:
+                if hasattr(a, "msg_id"):
+                    out.append(to_row((SEND, -1, a)))
+                elif hasattr(a, "act_id"):
+                    out.append(to_row((ACT_BEGIN, -1, a)))
         return out
 
     def marker(self) -> Any:
