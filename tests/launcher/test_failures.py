@@ -48,7 +48,7 @@ def _wait_for_line(stream, needle: str, timeout: float) -> list[str]:
     raise AssertionError(f"never saw {needle!r}; got {''.join(seen)}")
 
 
-@pytest.mark.parametrize("unit", ["thread", "process"])
+@pytest.mark.parametrize("unit", ["thread", pytest.param("process", marks=pytest.mark.slow)])
 def test_sigkill_worker_mid_run(flowlaunch, unit):
     tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 3,
                               "--unit", unit)
@@ -74,6 +74,7 @@ def test_sigkill_worker_mid_run(flowlaunch, unit):
     assert {n for n in _shm() if run_id in n} == set(), "shared memory of the run remains"
 
 
+@pytest.mark.slow
 def test_killed_launcher_leaves_no_orphans_or_shm(flowlaunch):
     """PR_SET_PDEATHSIG: workers get SIGTERM when flowlaunch dies, close units, unlink shm."""
     tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 2,
@@ -206,6 +207,7 @@ def test_broken_job_file_reaches_every_worker_fast(flowlaunch):
     assert r1.seconds < 10
 
 
+@pytest.mark.slow
 def test_sigint_to_flowlaunch_is_forwarded_and_cleans_up(flowlaunch):
     tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 2,
                               "--unit", "process")

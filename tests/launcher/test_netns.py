@@ -59,6 +59,7 @@ def test_three_hosts_run_a_plan_over_tcp(flowlaunch, tmp_path, hosts):
     assert sorted(x.split("joined from ")[1].split()[0] for x in joined) == hosts.addrs
 
 
+@pytest.mark.slow
 def test_cutting_a_hosts_link_is_detected_and_reported(flowlaunch, tmp_path, hosts):
     _tag, p = flowlaunch.start("run", JOBS / "slow_pipeline.py", "--hosts",
                                ",".join(hosts.addrs), "--master-port", 29556,
