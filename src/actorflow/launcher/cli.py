@@ -15,11 +15,21 @@ from actorflow.errors import ActorflowError
 
 SUBCOMMANDS = ["sim", "run", "worker", "plan", "trace"]
 
+EPILOG = """\
+examples:
+  flowlaunch sim examples/sample_pipeline.py --machines 2
+  flowlaunch run job.py --hostfile hosts.txt
+  srun flowlaunch worker job.py                      # Slurm starts the workers
+  flowlaunch --nproc-per-node 4 script.py args...    # SPMD mode (torchrun-style env)
+  flowlaunch COMMAND --help                          # each command's options and examples
+"""
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="flowlaunch",
         description="Run actorflow plans on a simulated or real cluster, and inspect them.",
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

@@ -111,7 +111,12 @@ class ControlMaster:
         return {r: i.clock.get("offset", 0.0) for r, i in sorted(self.ranks.items())}
 
     def start(self) -> str:
-        addr = f"tcp://{resolve(self.host)}:{self.port}"
+        ip = resolve(self.host)
+        if ip.startswith("127.") and self.host not in ("localhost", ip):
+            # a host name mapped to loopback (Debian's 127.0.1.1): remote workers could not
+            # reach it there, so listen on every interface instead
+            ip = "0.0.0.0"
+        addr = f"tcp://{ip}:{self.port}"
         try:
             self._sock.bind(addr)
         except zmq.ZMQError as e:
