@@ -1,10 +1,10 @@
 """Property test: random DAG plans run exactly, in order, without overwriting held regsts.
 
 Plans of 1-12 tasks (1-2 inputs, elementwise ops with fan-in and fan-out, 1-2 outputs),
-register_num 1-4 per regst desc, random thread assignment and piece counts, built with
-PlanBuilder.  Each runs (a) through the pure simulator with random legal interleavings and
-(b) through a real Session on threads.  Checks, made from the outside (messages and acts,
-not the state machine's own bookkeeping):
+register_num 1-4 per regst desc, random thread and machine assignment (cross-machine edges
+get comm_net tasks) and piece counts, built with PlanBuilder.  Each runs (a) through the
+pure simulator with random legal interleavings and (b) through a real Session on threads.
+Checks, made from the outside (messages and acts, not the state machine's bookkeeping):
 
 * every piece reaches every output exactly once, in order, with the numpy value;
 * no produced regst is written while a consumer still holds it (READY sent to it and its
@@ -68,13 +68,15 @@ def feed_value(input_index: int, piece: int) -> np.ndarray:
 def dag_cases(draw: Any) -> Case:
     n_in = draw(st.integers(1, 2))
     n_ops = draw(st.integers(0 if n_in == 1 else 1, 12 - n_in - 1))
-    b = af.PlanBuilder(register_num=1)
+    machines = draw(st.integers(1, 2))  # 2: edges across machines get comm_net tasks
+    b = af.PlanBuilder(register_num=1, machines=machines)
     thrd = st.integers(0, 3)
+    machine = st.integers(0, machines - 1)
     rnum = st.integers(1, 4)
     ports, nodes, inputs = [], [], []
     for i in range(n_in):
         name = f"x{i}"
-        ports.append(b.input(name, SHAPE, "float64", thrd=draw(thrd),
+        ports.append(b.input(name, SHAPE, "float64", thrd=draw(thrd), machine=draw(machine),
                              register_num=draw(rnum)))
         nodes.append(("input", [i]))
         inputs.append(name)
@@ -90,7 +92,7 @@ def dag_cases(draw: Any) -> Case:
             args = [draw(st.integers(0, len(ports) - 1))]
         attrs = {"scalar": 1.5} if op == "scalar_add" else {"scalar": -0.5} if (
             op == "scalar_mul") else {"ms": 0.2} if op == "sleep" else {}
-        ports.append(b.op(op, *[ports[a] for a in args], thrd=draw(thrd),
+        ports.append(b.op(op, *[ports[a] for a in args], thrd=draw(thrd), machine=draw(machine),
                           register_num=draw(rnum), **attrs))
         nodes.append((op, args))
     room = 12 - n_in - n_ops
@@ -100,10 +102,10 @@ def dag_cases(draw: Any) -> Case:
         outs.append(other)
     outputs = {}
     for k, i in enumerate(outs):
-        b.output(f"y{k}", ports[i], thrd=draw(thrd))
+        b.output(f"y{k}", ports[i], thrd=draw(thrd), machine=draw(machine))
         outputs[f"y{k}"] = i
     plan = b.build()
-    assert 1 <= len(plan.tasks) <= 12
+    assert 1 <= len([t for t in plan.tasks if t.task_type != "comm_net"]) <= 12
     return Case(plan, inputs, outputs, nodes)
 
 
