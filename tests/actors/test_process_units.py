@@ -97,3 +97,35 @@ def test_a_unit_that_cannot_build_fails_start_with_its_reason():
         assert time.monotonic() - t0 < 10
     finally:
         node.close()
+
+
+def test_mixed_unit_kinds_and_feeds_routed_from_another_machine():
+    """Machine 0 on process units, machine 1 on threads; machine 1 feeds machine 0's input."""
+    b = af.PlanBuilder(machines=2, register_num=2)
+    x = b.input("x", (4,), "float64", machine=0)
+    h = b.op("scalar_mul", x, scalar=3.0, machine=0)
+    h = b.op("add", h, x, machine=1)
+    b.output("y", h, machine=1)
+    plan = b.build()
+    got = {}
+    nodes = [MachineNode(plan.for_machine(0), 0, unit="process", run_id="mix" + str(os.getpid())),
+             MachineNode(plan.for_machine(1), 1, unit="thread",
+                         on_deliver=lambda t, p, a: t is not None and got.update({p: a["out"]}))]
+    try:
+        addrs = {m: n.bind("127.0.0.1") for m, n in enumerate(nodes)}
+        for n in nodes:
+            n.connect(addrs)
+        for n in nodes:
+            n.start()
+        x_task = plan.input_tasks()["x"].task_id
+        for k in range(5):
+            nodes[1].push_feed(x_task, {"out": np.arange(4.0) + k})
+        nodes[1].command(x_task, "close")
+        for n in nodes:
+            n.wait_exited(timeout=20)
+    finally:
+        for n in nodes:
+            n.close()
+    assert sorted(got) == list(range(5))
+    for k in range(5):
+        np.testing.assert_array_equal(got[k], 4 * (np.arange(4.0) + k))
