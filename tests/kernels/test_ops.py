@@ -6,8 +6,6 @@ BlobDesc and the kernel must write into exactly those arrays (same object, same 
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -177,13 +175,16 @@ def test_variable_init_kinds_and_state_kept_across_pieces(tmp_path):
         run_op("variable", {}, {"shape": [3], "init": "ones"})
 
 
-def test_sleep_sleeps_and_only_piece_limits_it():
-    t0 = time.perf_counter()
-    run_op("sleep", {"in": A}, {"ms": 30})
-    assert time.perf_counter() - t0 >= 0.029
-    t0 = time.perf_counter()
+def test_sleep_sleeps_its_ms_and_only_piece_limits_it(monkeypatch):
+    import actorflow.kernels.ops.testing as testing
+
+    slept = []
+    monkeypatch.setattr(testing.time, "sleep", slept.append)
+    out = run_op("sleep", {"in": A}, {"ms": 30})["out"]
+    np.testing.assert_array_equal(out, A)
     run_op("sleep", {"in": A}, {"ms": 500, "only_piece": 7}, piece=1)
-    assert time.perf_counter() - t0 < 0.4
+    run_op("sleep", {"in": A}, {"ms": 500, "only_piece": 7}, piece=7)
+    assert slept == [0.03, 0.5]
 
 
 def test_fail_raises_on_its_piece():
