@@ -1,7 +1,8 @@
 """What recording costs: pieces/s of the 2-stage chain with tracing off, with the always-on
 flight recorder, and with full tracing to files.
 
-Plan: ``source(constant) -> stage -> stage``, every stage on its own thread, register_num 4;
+Plan: ``source(constant) -> stage -> stage``, register_num 4, on one thread (``--threads 3``:
+one per actor; on a loaded 2-core box GIL hand-offs then swamp what is measured);
 the stages are empty 1-element ``identity`` kernels (the worst case: no work to hide the
 hooks) or ``busy`` kernels doing a few tens of microseconds of numpy per act.
 
@@ -80,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pieces", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--threads", type=int, default=3, help="1: every actor on one thread")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="units: 1 = every actor on one thread (the steadiest measure)")
     ap.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all")
     args = ap.parse_args(argv)
     rows = []
