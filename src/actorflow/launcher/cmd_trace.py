@@ -24,7 +24,7 @@ EPILOG = """examples:
   flowlaunch trace export /tmp/tr -o /tmp/tr.json    # open in https://ui.perfetto.dev
   flowlaunch trace check /tmp/tr.json
   flowlaunch trace summary /tmp/tr
-  flowlaunch trace why-stuck /tmp/tr                 # newest flight dump in the directory
+  flowlaunch trace why-stuck /tmp/tr                 # every machine's dump of the last hang
   flowlaunch trace why-stuck --pid 12345             # a live run: SIGUSR1, then explain
   flowlaunch trace replay /tmp/tr --actor 2
 """
