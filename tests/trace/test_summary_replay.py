@@ -91,3 +91,19 @@ def test_tampered_trace_reports_the_first_divergent_message(slow_run, tmp_path):
     # actors not involved still replay cleanly
     r = flowlaunch("trace", "replay", tmp_path, "--actor", tasks["src"].task_id)
     assert r.returncode == 0
+
+
+def test_replay_of_input_acc_repeat_kinds(tmp_path):
+    import numpy as np
+
+    b = af.PlanBuilder(register_num=2)
+    x = b.input("x", (4,), "float32")
+    b.output("y", b.repeat(b.acc(b.op("relu", x), 3), 2))
+    with af.Session(b.build(), trace=tmp_path) as s:
+        outs = [s.run({"x": np.full(4, i, np.float32)}) if i % 3 == 2 else
+                s.feed({"x": np.full(4, i, np.float32)}) for i in range(6)]
+        assert outs[2].tolist() == [3.0] * 4  # 0 + 1 + 2, the first group
+        s.fetch()
+    res = flowlaunch_json("trace", "replay", tmp_path, "--all")
+    assert [r["label"] for r in res] == ["x", "relu1", "acc2", "repeat3", "y"]
+    assert all(r["ok"] and r["messages"] > 0 for r in res)

@@ -167,7 +167,7 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
     """``--trace DIR`` and ``--stall-timeout SECONDS`` for commands that run a plan."""
     p.add_argument("--trace", metavar="DIR",
                    help="record every event; each machine writes DIR/machine-<m>.aftrace "
-                        "(read with `flowlaunch trace ...`)")
+                        "(use a fresh DIR per run; read with `flowlaunch trace ...`)")
     p.add_argument("--stall-timeout", type=float, metavar="SECONDS",
                    help="watchdog: fail the run when no actor progressed for this long, "
                         "with a why-stuck report and a flight-recorder dump")
