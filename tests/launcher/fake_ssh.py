@@ -3,6 +3,8 @@
 Records its argv (one JSON line per call) in $FAKE_SSH_LOG, skips ssh's options, then
 runs ``sh -c REMOTE``.  With $FAKE_SSH_NETNS="addr=ns,addr=ns" a host address maps to a
 network namespace, and the command runs inside it (``ip netns exec``): a "host" of its own.
+With $FAKE_SSH_DETACH=1 the remote command runs in its own session behind a stdin pipe, as
+under a real sshd: killing this process does not kill it, only closes its stdin.
 """
 
 import json
@@ -18,6 +20,18 @@ while i < len(args) and args[i].startswith("-"):
     i += 2 if args[i] in ("-o", "-p", "-i", "-l") else 1
 host, remote = args[i], " ".join(args[i + 1:])
 netns = dict(kv.split("=", 1) for kv in os.environ.get("FAKE_SSH_NETNS", "").split(",") if kv)
+argv = ["sh", "-c", remote]
 if host in netns:
-    os.execvp("ip", ["ip", "netns", "exec", netns[host], "sh", "-c", remote])
-os.execvp("sh", ["sh", "-c", remote])
+    argv = ["ip", "netns", "exec", netns[host], *argv]
+if not os.environ.get("FAKE_SSH_DETACH"):
+    os.execvp(argv[0], argv)
+# Like a real sshd: the remote command lives in its own session, and its stdin is a pipe
+# that only this process writes, so it sees EOF exactly when this "connection" dies.
+import subprocess  # noqa: E402
+
+child = subprocess.Popen(argv, stdin=subprocess.PIPE, start_new_session=True)
+for chunk in iter(lambda: os.read(0, 4096), b""):
+    child.stdin.write(chunk)
+    child.stdin.flush()
+child.stdin.close()
+sys.exit(child.wait())

@@ -88,4 +88,6 @@ def main(args: argparse.Namespace) -> int:
     def over_ssh(rank: int, host: str, wargs: list[str], env: dict) -> tuple[list[str], dict]:
         return ssh_command(args, host, wargs, env), env
 
-    return run_cluster(args, Cluster(hosts, hosts[0], port, over_ssh))
+    # ssh does not pass signals on: a remote worker stops when its stdin (the ssh channel)
+    # closes, i.e. when the launcher tears down or dies
+    return run_cluster(args, Cluster(hosts, hosts[0], port, over_ssh, stdin_link=True))

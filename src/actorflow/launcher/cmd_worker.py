@@ -55,6 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--heartbeat-timeout", type=float, default=2.0,
                    help="rank 0: seconds without heartbeat before a machine is lost (default: 2)")
     add_trace_options(p)
+    p.add_argument("--exit-on-stdin-eof", action="store_true",
+                   help="stop (cleanly) when stdin closes: set by `flowlaunch run`, whose ssh "
+                        "channel is this worker's stdin")
     p.add_argument("--monitor", action="store_true",
                    help="rank 0: wait for flowlaunch's monitor before starting (set by sim/run)")
     p.set_defaults(func=main)
@@ -68,5 +71,6 @@ def main(args: argparse.Namespace) -> int:
         run_id=args.run_id or os.environ.get("ACTORFLOW_RUN_ID", ""), host=args.host,
         out=args.out, connect_timeout=args.connect_timeout, join_timeout=args.join_timeout,
         heartbeat_timeout=args.heartbeat_timeout, trace=args.trace,
-        stall_timeout=args.stall_timeout, monitor=args.monitor)
+        stall_timeout=args.stall_timeout, monitor=args.monitor,
+        exit_on_stdin_eof=args.exit_on_stdin_eof)
     return run_worker(cfg)

@@ -35,6 +35,7 @@ class Cluster:
     master_host: str
     master_port: int
     spawner: Spawner
+    stdin_link: bool = False  # workers stop when their stdin closes (ssh: the launcher died)
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -93,10 +94,12 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
                 wargs.append("--monitor")
             if args.pieces is not None:
                 wargs += ["--pieces", str(args.pieces)]
+            if cluster.stdin_link:
+                wargs.append("--exit-on-stdin-eof")
             wargs += trace_worker_args(args)
             env = dict(os.environ, ACTORFLOW_RUN_ID=run_id, PYTHONUNBUFFERED="1")
             argv, env = cluster.spawner(rank, host, wargs, env)
-            sup.spawn(rank, host, argv, env)
+            sup.spawn(rank, host, argv, env, stdin_link=cluster.stdin_link)
         monitor = Monitor(cluster.master_host, cluster.master_port, n, sys.stderr,
                           show_progress=not args.quiet)
         loop = RunLoop(sup, monitor, timeout=args.timeout)

@@ -86,12 +86,16 @@ class Supervisor:
         self._console_lock = threading.Lock()
 
     # -- starting --------------------------------------------------------------------------
-    def spawn(self, rank: int, host: str, argv: list[str], env: dict[str, str]) -> Child:
+    def spawn(self, rank: int, host: str, argv: list[str], env: dict[str, str],
+              stdin_link: bool = False) -> Child:
+        """Start one child.  ``stdin_link``: give it a stdin pipe we never write and close
+        only at teardown (or by dying), so a remote worker behind ssh sees EOF and stops."""
         log = None
         if self.log_dir is not None:
             log = open(self.log_dir / f"rank{rank}.log", "w", buffering=1)
+        stdin = subprocess.PIPE if stdin_link else subprocess.DEVNULL
         popen = subprocess.Popen(
-            argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            argv, env=env, stdin=stdin, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
         child = Child(rank, host, argv, popen, log, time.monotonic())
         child.reader = threading.Thread(target=self._read, args=(child,),
@@ -165,6 +169,8 @@ class Supervisor:
 
     def close(self) -> None:
         for c in self.children:
+            if c.popen.stdin is not None and not c.popen.stdin.closed:
+                c.popen.stdin.close()
             if c.reader is not None:
                 c.reader.join(2.0)
             if c.log is not None and not c.log.closed:

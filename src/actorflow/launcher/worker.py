@@ -17,6 +17,7 @@ import os
 import queue
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,7 @@ class WorkerConfig:
     heartbeat_timeout: float = 2.0
     run_timeout: float = 0.0    # 0: no limit (heartbeats still catch dead machines)
     monitor: bool = False       # rank 0: a launcher will watch; start only once it does
+    exit_on_stdin_eof: bool = False  # behind ssh: stdin closing means the launcher is gone
     trace: str | None = None    # record every event to this directory (trace/)
     stall_timeout: float | None = None  # watchdog: fail when no actor progressed this long
 
@@ -60,10 +62,24 @@ class _Signalled(BaseException):  # not an Exception: no handler may swallow it
         self.signum = signum
 
 
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # SIGHUP: ssh -tt hung up
+
+
 def _on_signal(signum: int, frame: Any) -> None:
-    for s in (signal.SIGTERM, signal.SIGINT):  # the first signal unwinds; later ones wait
+    for s in _STOP_SIGNALS:  # the first signal unwinds; later ones wait
         signal.signal(s, signal.SIG_IGN)
     raise _Signalled(signum)
+
+
+def _watch_stdin() -> None:
+    """Behind ssh, stdin is the launcher's channel: its EOF means the launcher is gone."""
+    try:
+        while os.read(0, 4096):  # raw fd: a buffered reader's lock would block shutdown
+            pass
+    except OSError:
+        pass
+    log("stdin closed (the launcher or its ssh connection is gone); stopping")
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def log(msg: str) -> None:
@@ -86,7 +102,9 @@ def plan_source(target: str):
 
 def run_worker(cfg: WorkerConfig) -> int:
     """Run one machine to the end; returns the exit code (never raises for run failures)."""
-    old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    old = {s: signal.signal(s, _on_signal) for s in _STOP_SIGNALS}
+    if cfg.exit_on_stdin_eof:
+        threading.Thread(target=_watch_stdin, name="flowlaunch-stdin", daemon=True).start()
     master = None
     client = None
     signalled = False
