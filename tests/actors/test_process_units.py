@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import actorflow as af
-from actorflow.errors import TransportError, UnitLost
+from actorflow.errors import TransportError, UnitLost, WaitTimeout
 from actorflow.transport.node import MachineNode
 from actorflow.transport.shm import cleanup_run, list_run_segments
 
@@ -129,3 +129,22 @@ def test_mixed_unit_kinds_and_feeds_routed_from_another_machine():
     assert sorted(got) == list(range(5))
     for k in range(5):
         np.testing.assert_array_equal(got[k], 4 * (np.arange(4.0) + k))
+
+
+def test_wait_timeout_says_why_each_unit_process_waits():
+    b = af.PlanBuilder(machines=1, register_num=2)
+    x = b.input("x", (3,), "float32")
+    b.output("y", b.op("relu", x, name="relu"))
+    plan = b.build()
+    node = MachineNode(plan, 0, unit="process")
+    try:
+        node.start()  # nothing is fed: every actor waits
+        with pytest.raises(WaitTimeout) as ei:
+            node.wait_exited(timeout=0.5)
+    finally:
+        node.close()
+    msg = str(ei.value)
+    relu = next(t for t in plan.tasks if t.name == "relu")
+    assert "waited 0.5s for every actor to exit" in msg
+    assert f"task {relu.task_id} (relu, running): waits for READY on descs" in msg
+    assert "unit process m0-t1" in msg

@@ -25,6 +25,7 @@ import zmq
 
 from actorflow.actors.messages import CMD, Msg
 from actorflow.actors.runtime import MachineRuntime
+from actorflow.actors.state import EXITED
 from actorflow.errors import ActorflowError, KernelError, ProtocolError
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Task
@@ -94,6 +95,11 @@ class ProcessUnit:
         """A wire message -> the actor message to handle now (None: nothing to handle)."""
         if kind == codec.STOP:
             raise Stopped
+        if kind == codec.STATUS:  # the node's hang report asks why we wait
+            live = [h.state.blocked_on() for h in self.unit.actors.values()
+                    if h.state.status != EXITED] if self.unit is not None else []
+            self.report(codec.STATES, [self.thrd_id, live])
+            return None
         if kind != codec.MSG:
             raise ProtocolError(f"{self.name}: unexpected {codec.KIND_NAMES[kind]}")
         msg = Msg(*body)

@@ -31,7 +31,10 @@ HELLO = 4  # unit -> node: the unit is built and listening
 STOP = 5  # node -> unit: stop now (another part of the run failed)
 CONNECT = 6  # node -> unit: every machine's data-plane address
 CONNECTED = 7  # unit -> node: addresses taken, the unit runs
-KIND_NAMES = ("MSG", "DELIVER", "ERROR", "DONE", "HELLO", "STOP", "CONNECT", "CONNECTED")
+STATUS = 8  # node -> unit: report your actors' wait states (hang reports)
+STATES = 9  # unit -> node: [thrd, [blocked_on() of every live actor]]
+KIND_NAMES = ("MSG", "DELIVER", "ERROR", "DONE", "HELLO", "STOP", "CONNECT", "CONNECTED",
+              "STATUS", "STATES")
 
 _pack = msgpack.Packer(use_bin_type=True).pack
 

@@ -73,6 +73,7 @@ class ProcessHosting:
         self.hello: set[int] = set()
         self.connected: set[int] = set()
         self.direct: dict[int, str | None] = {}
+        self.states: dict[int, list[dict]] = {}
         self.done: set[int] = set()
         self._all_done = threading.Event()
         if not view.units:
@@ -172,6 +173,10 @@ class ProcessHosting:
                 if len(self.done) == len(self.view.units):
                     self._all_done.set()
                 self._cond.notify_all()
+        elif kind == codec.STATES:
+            with self._cond:
+                self.states[int(body[0])] = body[1]
+                self._cond.notify_all()
         elif kind == codec.ERROR:
             self.node.fail(error_from_body(body))
         else:
@@ -215,9 +220,27 @@ class ProcessHosting:
     def wait(self, timeout: float) -> bool:
         return self._all_done.wait(timeout)
 
-    def describe_live(self) -> str:
-        live = [self.unit_label(k) for k in self.view.units if k[1] not in self.done]
-        return "unfinished " + ", ".join(live) if live else "every unit finished"
+    def describe_live(self, timeout: float = 1.0) -> str:
+        """Why each unfinished unit's actors wait, asked from the units themselves."""
+        live = [k for k in self.view.units if k[1] not in self.done]
+        if not live:
+            return "every unit finished"
+        with self._cond:
+            self.states = {}
+        for k in live:
+            try:
+                self.router.send_to(self.unit_addrs[k], codec.STATUS, None)
+            except ActorflowError:
+                pass
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self.states) < len(live) and time.monotonic() < deadline:
+                self._cond.wait(0.05)
+            states = dict(self.states)
+        return "; ".join(
+            f"{self.unit_label(k)}: " + (describe_states(states[k[1]]) if k[1] in states else
+                                          f"no answer within {timeout:.1f}s (busy in a kernel "
+                                          "or stuck)") for k in live)
 
     def close(self, timeout: float) -> None:
         self._closing = True
@@ -240,6 +263,22 @@ class ProcessHosting:
     def _cleanup_files(self) -> None:
         self.arena.unlink()
         shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def describe_states(states: list[dict], limit: int = 8) -> str:
+    """One line from actors' ``blocked_on()`` dicts (as MachineRuntime.describe_live)."""
+    parts = []
+    for s in states[:limit]:
+        why = []
+        if s["inputs_empty"]:
+            why.append(f"waits for READY on descs {s['inputs_empty']}")
+        for o in s["outputs_full"]:
+            why.append(f"desc {o['regst_desc_id']} has no free regst (held by tasks "
+                       f"{o['held_by']})")
+        parts.append(f"task {s['task_id']} ({s['label']}, {s['status']}): "
+                     + ("; ".join(why) or "idle"))
+    more = f" and {len(states) - limit} more" if len(states) > limit else ""
+    return ("; ".join(parts) or "no live actors") + more
 
 
 def error_from_body(body: dict) -> ActorflowError:
