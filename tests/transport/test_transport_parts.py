@@ -189,3 +189,32 @@ def test_machine_address_lists_unit_processes_that_receive_directly():
         assert all(a.startswith("tcp://127.0.0.1:") for a in units.values())
     finally:
         node.close()
+
+
+@pytest.mark.parametrize("scheme", ["ipc", "tcp"])
+def test_outbox_keeps_each_senders_order_when_threads_share_a_socket(pull, scheme):
+    import threading
+
+    addr = registry.bind(pull, registry.local_address(scheme, "fifo"))
+    out = Outbox("fifo")
+    n, senders = 1500, 4
+
+    def run(src: int) -> None:
+        for i in range(n):
+            out.send(addr, codec.encode(codec.MSG, Msg(ACK, src, 0, 1, 0, i, i).header()))
+
+    threads = [threading.Thread(target=run, args=(s,), name=f"sender{s}") for s in range(senders)]
+    try:
+        for t in threads:
+            t.start()
+        seen = dict.fromkeys(range(senders), 0)
+        for _ in range(n * senders):
+            assert pull.poll(5000)
+            m = Msg(*codec.recv(pull)[1])
+            assert m.seq == seen[m.src], f"sender {m.src}: got seq {m.seq}, expected {seen[m.src]}"
+            seen[m.src] += 1
+        assert seen == dict.fromkeys(range(senders), n)
+    finally:
+        for t in threads:
+            t.join(10)
+        out.close(0)
