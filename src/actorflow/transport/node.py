@@ -130,6 +130,8 @@ class MachineNode:
         Returns this machine's data-plane address for ``connect`` on every machine: the
         node's address, followed with process units by each unit's own address
         (``bus.compose_address``) so that peers reach unit processes without a relay.
+        ``host`` is advertised as is: give an address the other machines can reach (the
+        launcher picks the interface that routes to the master), not ``0.0.0.0``.
         """
         if self._sock is not None:
             return self.address  # type: ignore[return-value]
