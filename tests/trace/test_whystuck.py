@@ -127,3 +127,16 @@ def test_cycle_sentence_on_plain_states():
     assert rep.cycle == [1, 2] and rep.sentence.startswith("deadlock: a cycle of 2 actors: ")
     assert "task 1 (a) waits for a free regst of desc 10 held by task 2 (b)" in rep.sentence
     assert "lost" not in rep.sentence
+
+
+def test_unwritable_dump_dir_never_hides_the_run_error(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("ACTORFLOW_DUMP_DIR", str(blocker))
+    b = af.PlanBuilder()
+    x = b.input("x", (4,), "float32")
+    b.output("y", b.op("fail", x, piece=0, name="boom"))
+    with pytest.raises(Exception, match="boom"):
+        with af.Session(b.build(), timeout=10) as s:
+            s.run({"x": np.ones(4, np.float32)})
+    assert "could not write the flight dump" in capsys.readouterr().err

@@ -89,9 +89,15 @@ class Diagnostics:
 
     # -- dumps -------------------------------------------------------------------------
     def dump(self, reason: str, error: str = "") -> Path | None:
+        """Write a flight dump; a dump that cannot be written never hides the run's error."""
         if self.recorder is None or self._states is None:
             return None
-        path = self.recorder.dump(reason, _safe_states(self._states), error)
+        try:
+            path = self.recorder.dump(reason, _safe_states(self._states), error)
+        except (OSError, ValueError, TypeError) as e:
+            print(f"actorflow: could not write the flight dump ({reason}): {e}",
+                  file=sys.stderr)
+            return None
         self.dumps.append(path)
         return path
 
