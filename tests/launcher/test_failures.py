@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -52,7 +53,10 @@ def _wait_for_line(stream, needle: str, timeout: float) -> list[str]:
 def test_sigkill_worker_mid_run(flowlaunch, unit):
     tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 3,
                               "--unit", unit)
-    _wait_for_line(p.stderr, "progress:", 30)  # the run is under way (1 s of pieces)
+    seen = _wait_for_line(p.stderr, "progress:", 30)  # the run is under way (1 s of pieces)
+    # the progress line: pieces, pieces/s, elapsed, and pieces per machine
+    assert re.fullmatch(r"progress: \d+ pieces, [\d.]+ pieces/s, [\d.]+s "
+                        r"\[m0 \d+, m1 \d+, m2 \d+\]", seen[-1].strip()), seen[-1]
     victim = _worker_pid(tag, 1)
     argv = cmdline(victim)
     run_id = argv[argv.index("--run-id") + 1]
