@@ -103,8 +103,11 @@ class ControlClient:
         """Heartbeat and watch for abort for ``timeout`` s, keeping other messages queued."""
         self._inbox.extend(m for m in self.poll(timeout) if m["t"] != "hb")
 
-    def wait_for(self, types: set[str], timeout: float, what: str) -> dict:
-        deadline = time.monotonic() + timeout
+    def wait_for(self, types: set[str], timeout: float | None, what: str) -> dict:
+        """The next message of one of ``types``.  ``timeout=None`` waits as long as the
+        master is alive (its heartbeats bound the wait: silence raises after
+        ``master_timeout``), for waits whose length depends on other machines' work."""
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
         while True:
             for i, m in enumerate(self._inbox):
                 if m["t"] in types:

@@ -241,7 +241,7 @@ class _Machine:
                                   f"still running: {self.node.describe_live()}")
         self._count_pieces()
         client.send("done", pieces=client.pieces)
-        client.wait_for({"shutdown"}, 60.0, "shutdown (the other machines to finish)")
+        client.wait_for({"shutdown"}, None, "shutdown (the other machines to finish)")
         self._close_node()
         client.send("bye")
         return EXIT_OK
