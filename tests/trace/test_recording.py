@@ -114,3 +114,10 @@ def test_corrupt_or_foreign_files_fail_with_the_file_name(tmp_path):
         load_trace(tmp_path)
     with pytest.raises(TraceError, match="not a trace directory"):
         load_trace(tmp_path / "missing")
+
+
+def test_unwritable_trace_dir_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(TraceError, match=r"file/tr: cannot write the trace directory"):
+        af.Session(chain(pieces=2), trace=blocker / "tr")

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from actorflow.errors import TraceError
 from actorflow.trace.events import ACT_BEGIN, ACT_END, CMD, RECV, SEND, plain_payload, to_row
 from actorflow.trace.packed import MSG_WORDS, decode_chunk
 from actorflow.trace.tracefile import TraceWriter, plan_info, write_dump
@@ -197,11 +198,15 @@ class Recorder:
         self._lock = threading.Lock()
         self._closed = False
         if self.trace_dir is not None:
-            self.trace_dir.mkdir(parents=True, exist_ok=True)
-            if plan is not None:
-                from actorflow.plan.io import save_plan
+            try:
+                self.trace_dir.mkdir(parents=True, exist_ok=True)
+                if plan is not None:
+                    from actorflow.plan.io import save_plan
 
-                save_plan(plan, self.trace_dir / plan_file)
+                    save_plan(plan, self.trace_dir / plan_file)
+            except OSError as e:
+                raise TraceError(f"{self.trace_dir}: cannot write the trace directory: "
+                                 f"{e.strerror or e}") from e
 
     @property
     def tracing(self) -> bool:
