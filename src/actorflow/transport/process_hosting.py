@@ -191,9 +191,7 @@ class ProcessHosting:
                 if rc is None or key in reported:
                     continue
                 reported.add(key)
-                if rc == 0 and key[1] in self.done:
-                    continue
-                if rc == 0:  # exited cleanly: its DONE is on its way (or it was stopped)
+                if rc == 0:  # finished (its DONE is here or on its way) or was stopped
                     continue
                 if rc == 1:  # it reported an error: give the message a moment to arrive
                     end = time.monotonic() + _ERROR_GRACE
