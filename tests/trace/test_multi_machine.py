@@ -123,3 +123,20 @@ def test_sim_process_units_trace_one_file_per_unit_process(tmp_path):
     res = check_chrome(doc)
     assert res.ok and res.tracks == 9, res.problems
     assert doc["otherData"]["actorflow"]["flows"] == len(trace.messages())
+
+
+@pytest.mark.parametrize("unit", ["thread", "process"])
+def test_cluster_session_traces_over_tcp(tmp_path, unit):
+    from actorflow.transport.cluster import ClusterSession
+
+    plan = chain(pieces=6, machines=2)
+    with ClusterSession(plan, unit=unit, trace=tmp_path) as s:
+        out = s.run_to_end()["y"]
+    assert len(out) == 6
+    trace = load_trace(tmp_path)
+    assert sorted(trace.machines) == [0, 1] and trace.causality_violations() == []
+    msgs = trace.messages()
+    assert msgs and all(s and r for s, r in msgs.values())
+    assert any(s.machine != r.machine for s, r in msgs.values())
+    res = check_chrome(to_chrome(trace))
+    assert res.ok and res.flows == len(msgs), res.problems

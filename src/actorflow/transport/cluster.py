@@ -27,14 +27,15 @@ class NodeGroup:
     """The runtime interface a Session drives, spread over one MachineNode per machine."""
 
     def __init__(self, plan: Plan, on_deliver: Any, unit: str, scheme: str,
-                 timeout: float) -> None:
+                 timeout: float, recorder: Any = None) -> None:
         self.run_id = secrets.token_hex(4)
         self.nodes: dict[int, MachineNode] = {}
         self.routing = plan.routing_table()
         try:
             for m in range(plan.machines.count):
                 self.nodes[m] = MachineNode(plan, m, unit=unit, run_id=self.run_id,
-                                            on_deliver=on_deliver, timeout=timeout)
+                                            on_deliver=on_deliver, timeout=timeout,
+                                            recorder=recorder)
             addrs = {m: n.bind(address=local_address(scheme, f"m{m}"))
                      for m, n in self.nodes.items()}
             for n in self.nodes.values():
@@ -83,6 +84,14 @@ class NodeGroup:
                                   f"running: {self.describe_live()}")
             time.sleep(0.01)
 
+    def actor_states(self) -> list[dict]:
+        """Every machine's local actor states (trace dumps and the watchdog)."""
+        return [s for n in self.nodes.values() for s in n.actor_states()]
+
+    def fail(self, error: BaseException) -> None:
+        for n in self.nodes.values():
+            n.fail(error)
+
     def describe_live(self) -> str:
         return "; ".join(f"machine {m}: {n.describe_live()}" for m, n in self.nodes.items()
                          if not n.exited())
@@ -96,11 +105,14 @@ class ClusterSession(Session):
     """A Session whose machines are MachineNodes talking over ``scheme`` sockets."""
 
     def __init__(self, plan: Plan, *, unit: str = "thread", scheme: str = "tcp",
-                 timeout: float = 60.0, validate: bool = True) -> None:
+                 timeout: float = 60.0, validate: bool = True, trace: Any = None,
+                 stall_timeout: float | None = None) -> None:
         self._unit = unit
         self._scheme = scheme
         self._node_timeout = timeout
-        super().__init__(plan, timeout=timeout, validate=validate)
+        super().__init__(plan, timeout=timeout, validate=validate, trace=trace,
+                         stall_timeout=stall_timeout)
 
     def _make_runtime(self, plan: Plan, recorder: Any) -> NodeGroup:
-        return NodeGroup(plan, self._on_deliver, self._unit, self._scheme, self._node_timeout)
+        return NodeGroup(plan, self._on_deliver, self._unit, self._scheme, self._node_timeout,
+                         recorder)
