@@ -88,7 +88,8 @@ class ControlMaster:
         self.monitors: set[bytes] = set()
         self.store = Store()
         self._told: set[int] = set()  # ranks rejected because the plan did not load
-        self.results: dict[str, dict[int, dict]] = {}
+        self.results: dict[str, dict[int, dict]] = {}  # kept when no monitor streams them
+        self.result_counts: dict[str, int] = {}
         self.error: dict | None = None
         self.phase = "join"
         self.t_start = time.monotonic()
@@ -147,7 +148,7 @@ class ControlMaster:
 
     def summary(self) -> dict:
         wall = (self.t_end or time.monotonic()) - (self.t_run or self.t_start)
-        pieces = max((len(v) for v in self.results.values()), default=0)
+        pieces = max(self.result_counts.values(), default=0)
         return {
             "ok": self.error is None and self.phase == "ended", "run_id": self.run_id,
             "pieces": pieces, "wall_seconds": round(wall, 4),
@@ -322,7 +323,12 @@ class ControlMaster:
         info.pieces = int(msg.get("pieces", info.pieces))
 
     def _on_result(self, ident: bytes, info: RankInfo, msg: dict) -> None:
-        self.results.setdefault(msg["name"], {})[int(msg["piece"])] = msg["blobs"]
+        name = str(msg["name"])
+        self.result_counts[name] = self.result_counts.get(name, 0) + 1
+        if self.expect_monitor and self.monitors:  # stream: rank 0 holds no output pieces
+            self._to_monitors("result", name=name, piece=int(msg["piece"]), blobs=msg["blobs"])
+        else:
+            self.results.setdefault(name, {})[int(msg["piece"])] = msg["blobs"]
         info.pieces = max(info.pieces, int(msg.get("pieces", 0)))
 
     def _on_error(self, ident: bytes, info: RankInfo, msg: dict) -> None:
@@ -389,7 +395,7 @@ class ControlMaster:
                     self.monitors.add(ident)
 
     def _progress(self) -> dict:
-        done = max((len(v) for v in self.results.values()), default=0)
+        done = max(self.result_counts.values(), default=0)
         return {"pieces": done, "elapsed": time.monotonic() - (self.t_run or self.t_start),
                 "per_machine": {str(r): i.pieces for r, i in sorted(self.ranks.items())}}
 

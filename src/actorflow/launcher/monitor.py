@@ -1,8 +1,9 @@
 """The launcher's view of the master: progress lines while running, the final summary.
 
 A DEALER socket that says ``watch`` to the master (rank 0) and then receives ``progress``
-messages about once a second and one ``final`` message (summary, results, the first error)
-that it acknowledges.  If rank 0 dies the launcher still has its process table.
+messages about once a second, output pieces as ``result`` messages as they are made, and
+one ``final`` message (summary, the first error) that it acknowledges; ``final["results"]``
+then holds every output piece.  If rank 0 dies the launcher still has its process table.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Monitor:
         self.final: dict | None = None
         self.watching = False
         self.last_progress: dict | None = None
+        self._results: dict[str, dict[int, dict]] = {}
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.linger = 500
@@ -49,7 +51,12 @@ class Monitor:
                 self.last_progress = msg
                 if self.show_progress:
                     print(progress_line(msg, self.machines), file=self.console, flush=True)
+            elif t == "result":  # output pieces stream in as they are made
+                self._results.setdefault(msg["name"], {})[int(msg["piece"])] = msg["blobs"]
             elif t == "final":
+                for name, pieces in msg.get("results", {}).items():
+                    self._results.setdefault(name, {}).update((int(p), b) for p, b in pieces)
+                msg["results"] = {n: sorted(v.items()) for n, v in self._results.items()}
                 self.final = msg
                 self._sock.send(wire.pack("final_ack"))
 
