@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
+import pytest
 from _plans import ROOT, flowlaunch
 
 CHILD = textwrap.dedent('''
@@ -50,3 +52,46 @@ def test_why_stuck_pid_asks_a_live_run(tmp_path):
 def test_why_stuck_pid_of_a_missing_process_is_a_clear_error(tmp_path):
     r = flowlaunch("trace", "why-stuck", "--pid", "999999", "--dump-dir", tmp_path)
     assert r.returncode == 1 and "no process 999999" in r.stderr
+
+
+STALL_JOB = '''
+import actorflow as af
+
+def build_plan(machines=2):
+    b = af.PlanBuilder(machines=machines, register_num=1, name="stall")
+    x = b.source("random_normal", {"shape": [4], "dtype": "float32", "seed": 1},
+                 piece_num=6, name="src")
+    h = b.op("relu", x, name="before")
+    h = b.op("sleep", h, ms=30000.0, only_piece=2, machine=machines - 1, name="stuck")
+    b.output("y", b.op("relu", h, machine=machines - 1, name="after"))
+    return b.build()
+'''
+
+
+@pytest.mark.slow
+def test_why_stuck_pid_of_a_flowlaunch_sim_asks_every_worker(tmp_path):
+    job = tmp_path / "stall.py"
+    job.write_text(STALL_JOB)
+    env = dict(os.environ, ACTORFLOW_DUMP_DIR=str(tmp_path / "dumps"))
+    sim = subprocess.Popen([sys.executable, "-m", "actorflow.launcher.cli", "sim", str(job),
+                            "--machines", "2", "--quiet"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    try:
+        joined = set()
+        for line in sim.stdout:  # wait until both machines joined and the run started
+            joined |= {r for r in ("rank 0 joined", "rank 1 joined") if r in line}
+            if len(joined) == 2:
+                break
+        time.sleep(2.0)  # the run reaches piece 2 and hangs in the kernel
+        r = subprocess.run([sys.executable, "-m", "actorflow.launcher.cli", "trace",
+                            "why-stuck", "--pid", str(sim.pid), "--timeout", "20"],
+                           capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+        assert sum(line.startswith("dump ") for line in r.stdout.splitlines()) == 2
+        assert "root: task 2 (stuck) is inside its kernel on piece 2" in r.stdout
+        assert "task 1 (before) [running]: waits for a free regst of desc 1 held by " \
+               "task 3 (comm_net1->m1)" in r.stdout
+        assert sim.poll() is None  # the launcher forwarded the signal; nobody died of it
+    finally:
+        sim.terminate()  # the launcher tears its workers down
+        sim.communicate(timeout=30)

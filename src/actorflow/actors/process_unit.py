@@ -203,6 +203,7 @@ def _die_with_parent() -> None:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # trace dumps are the worker's business
     _die_with_parent()
     cfg = msgpack.unpackb(sys.stdin.buffer.read(), raw=False, strict_map_key=False)
     if cfg.get("version") != CONFIG_VERSION:

@@ -110,7 +110,7 @@ def _why_stuck(args: argparse.Namespace) -> int:
     from actorflow.trace.whystuck import analyze_dumps, format_report
 
     if args.pid is not None:
-        paths = [_ask_live(args.pid, args.dump_dir, args.timeout)]
+        paths = _ask_live(args.pid, args.dump_dir, args.timeout)
     elif args.paths:
         paths = args.paths
     else:
@@ -128,11 +128,13 @@ def _why_stuck(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ask_live(pid: int, dump_dir: str | None, timeout: float) -> str:
+def _ask_live(pid: int, dump_dir: str | None, timeout: float) -> list[str]:
+    """SIGUSR1 to ``pid`` (a Session's process, a worker, or a local flowlaunch launcher,
+    which forwards it to its workers); return the dumps that appear (every process's)."""
     from actorflow.trace.recorder import default_dump_dir
 
     d = Path(dump_dir) if dump_dir else default_dump_dir(pid)
-    before = set(d.glob("*.afdump")) if d.is_dir() else set()
+    before = set(d.rglob("*.afdump")) if d.is_dir() else set()
     try:
         os.kill(pid, signal.SIGUSR1)
     except ProcessLookupError as e:
@@ -140,11 +142,15 @@ def _ask_live(pid: int, dump_dir: str | None, timeout: float) -> str:
     except PermissionError as e:
         raise TraceError(f"not allowed to signal process {pid}") from e
     deadline = time.monotonic() + timeout
+    new: set[Path] = set()
     while time.monotonic() < deadline:
-        new = set(d.glob("*.afdump")) - before if d.is_dir() else set()
-        if new:
-            return str(max(new, key=lambda f: f.stat().st_mtime))
-        time.sleep(0.05)
+        found = (set(d.rglob("*.afdump")) - before) if d.is_dir() else set()
+        if found and found == new:  # nothing more arrived for a moment: every process dumped
+            return [str(p) for p in sorted(found)]
+        new = found
+        time.sleep(0.3)
+    if new:
+        return [str(p) for p in sorted(new)]
     raise WaitTimeout(f"waited {timeout:.1f}s for process {pid} to write a state dump in {d} "
                       "after SIGUSR1 (is it an actorflow run? pass --dump-dir if it traces "
                       "to a directory)")

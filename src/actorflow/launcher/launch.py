@@ -24,6 +24,7 @@ from actorflow.launcher.outputs import outputs_from_results, run_check, save_out
 from actorflow.launcher.report import summary_json
 from actorflow.launcher.run_loop import RunLoop
 from actorflow.launcher.supervisor import Supervisor
+from actorflow.trace.recorder import default_dump_dir
 
 # spawner(rank, host, worker_args, env) -> (argv, env) of the local process to start
 Spawner = Callable[[int, str, list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
@@ -97,7 +98,8 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
             if cluster.stdin_link:
                 wargs.append("--exit-on-stdin-eof")
             wargs += trace_worker_args(args)
-            env = dict(os.environ, ACTORFLOW_RUN_ID=run_id, PYTHONUNBUFFERED="1")
+            env = dict(os.environ, ACTORFLOW_RUN_ID=run_id, PYTHONUNBUFFERED="1",
+                       ACTORFLOW_DUMP_DIR=str(default_dump_dir(os.getpid())))
             argv, env = cluster.spawner(rank, host, wargs, env)
             sup.spawn(rank, host, argv, env, stdin_link=cluster.stdin_link)
         monitor = Monitor(cluster.master_host, cluster.master_port, n, sys.stderr,

@@ -8,6 +8,7 @@ prints the table naming the root cause and returns non-zero.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -37,8 +38,19 @@ class RunLoop:
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.signum = signum
 
+    def _forward_usr1(self, signum: int, frame: Any) -> None:
+        """``flowlaunch trace why-stuck --pid <launcher>``: every worker dumps its state."""
+        for c in self.sup.running():
+            if c.argv[:4] != [sys.executable, "-m", "actorflow.launcher.cli", "worker"]:
+                continue  # ssh or a user's SPMD script: SIGUSR1 would kill it
+            try:
+                os.kill(c.pid, signum)  # the worker only: its unit processes ignore it
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def run(self) -> int:
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        old[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, self._forward_usr1)
         try:
             return self._run()
         finally:

@@ -159,8 +159,9 @@ def analyze(states: list[dict], tasks: dict[int, dict]) -> StuckReport:
     waits = actor_waits(states, tasks)
     by_id = {s["task_id"]: s for s in states}
     pending = any(_pending(by_id[t], ws) for t, ws in waits.items())
-    lines = [f"{_name(tasks, t)} [{by_id[t]['status']}]: "
-             + ("; ".join(_describe(tasks, t, w).split(": ", 1)[-1] for w in ws) or "idle")
+    lines = [f"{_name(tasks, t)} [{by_id[t]['status']}]: "  # reasons without the subject
+             + ("; ".join(_describe(tasks, t, w)[len(_name(tasks, t)) + 1:] for w in ws)
+                or "idle")
              for t, ws in sorted(waits.items())]
     live = set(waits)
     edges = {t: [o for w in ws for o in w.on if o in live] for t, ws in waits.items()}
