@@ -104,7 +104,8 @@ def test_kernel_error_on_machine_1_names_op_task_machine(flowlaunch):
     kernel = doc["error"]["kernel"]
     assert kernel["op_name"] == "boom_m1" and kernel["machine_id"] == 1
     assert kernel["piece_id"] == 2 and "RuntimeError: injected failure" in kernel["traceback"]
-    assert [m["exit_code"] for m in doc["machines"]] == [3, 1]  # 3: aborted by the master
+    codes = [m["exit_code"] for m in doc["machines"]]
+    assert codes[1] == 1 and codes[0] in (3, 143)  # 3: aborted by the master (143: by us)
     table = r.stderr[r.stderr.index("flowlaunch: run failed"):]
     head = table.splitlines()[0]
     assert head.startswith("flowlaunch: run failed: machine 1 (rank 1 on 127.0.0.1"), head
