@@ -54,7 +54,9 @@ class ProcessUnit:
         plan = plan_from_bytes(cfg["plan"], f"<{self.name} config>")
         view = MachineView(plan, mid)
         self.alloc = ShmAttach(cfg["run_id"], mid)
-        self.recorder = Recorder.from_config(cfg.get("trace"), plan, tag=f"m{mid}-t{tid}")
+        # --trace: this process records its own file; otherwise the always-on flight ring
+        self.recorder = (Recorder.from_config(cfg.get("trace"), plan, tag=f"m{mid}-t{tid}")
+                         or Recorder(plan, tag=f"m{mid}-t{tid}"))
         self.rt = rt = MachineRuntime(plan, [mid], allocator=self.alloc,
                                       on_deliver=self._deliver, units=[(mid, tid)],
                                       producer_of=view.producer_of, recorder=self.recorder)
@@ -177,9 +179,18 @@ class ProcessUnit:
                 if codec.recv(self.sock)[0] == codec.STOP:
                     return
 
+    def dump_failure(self, body: dict) -> None:
+        """The flight recorder and this unit's actor states, for ``trace why-stuck``."""
+        err = str(body.get("message") or body.get("kernel", {}).get("error", ""))
+        try:
+            path = self.recorder.dump("failed", self.rt.actor_states(), err.splitlines()[0]
+                                      if err else "")
+            print(f"{self.name}: flight recorder dumped to {path}", file=sys.stderr)
+        except (OSError, ValueError, TypeError) as e:
+            print(f"{self.name}: could not write the flight dump: {e}", file=sys.stderr)
+
     def close(self, flush: bool) -> None:
-        if self.recorder is not None:
-            self.recorder.close()
+        self.recorder.close()
         self.sock.close(linger=0)
         self.outbox.close(linger_ms=5000 if flush else 0)
         self.alloc.close()
@@ -231,6 +242,7 @@ def main() -> int:
             out.send(cfg["node_addr"], codec.encode(codec.ERROR, body))
             out.close(linger_ms=2000)
             return 1
+        unit.dump_failure(body)
         unit.report(codec.ERROR, body)
         unit.wait_stop()
         unit.close(flush=False)
