@@ -12,6 +12,7 @@ import pytest
 from _plans import ROOT, chain, flowlaunch, flowlaunch_json
 
 import actorflow as af
+from actorflow.errors import KernelError
 from actorflow.trace.check import check_chrome
 from actorflow.trace.events import RECV, MsgEvent
 from actorflow.trace.export import to_chrome
@@ -140,3 +141,24 @@ def test_cluster_session_traces_over_tcp(tmp_path, unit):
     assert any(s.machine != r.machine for s, r in msgs.values())
     res = check_chrome(to_chrome(trace))
     assert res.ok and res.flows == len(msgs), res.problems
+
+
+def test_a_failing_process_unit_dumps_its_flight_ring(tmp_path, monkeypatch):
+    from actorflow.trace.tracefile import load_dump
+    from actorflow.transport.cluster import ClusterSession
+
+    monkeypatch.setenv("ACTORFLOW_DUMP_DIR", str(tmp_path))
+    b = af.PlanBuilder(machines=1, name="failjob")
+    x = b.source("random_normal", {"shape": [4], "dtype": "float32", "seed": 1}, piece_num=6,
+                 name="src")
+    b.output("y", b.op("fail", x, piece=3, name="boom"))
+    with pytest.raises(KernelError, match="boom"):
+        with ClusterSession(b.build(), unit="process", timeout=30) as s:
+            s.run_to_end()
+    dumps = [load_dump(p) for p in tmp_path.rglob("flight-failed-*-m0-t*.afdump")]
+    assert len(dumps) == 1, list(tmp_path.rglob("*"))
+    d = dumps[0]
+    assert "injected failure on piece 3" in d["error"]
+    boom = next(s for s in d["states"] if s["label"] == "boom")
+    assert boom["inflight_pieces"] == [3]
+    assert any(r[0] == 2 and r[4] == 3 for u in d["units"] for r in u["rows"])  # its act
