@@ -146,5 +146,5 @@ def test_wait_timeout_says_why_each_unit_process_waits():
     msg = str(ei.value)
     relu = next(t for t in plan.tasks if t.name == "relu")
     assert "waited 0.5s for every actor to exit" in msg
-    assert f"task {relu.task_id} (relu, running): waits for READY on descs" in msg
+    assert f"task {relu.task_id} (relu, running): waits for READY on regst descs" in msg
     assert "unit process m0-t1" in msg

@@ -141,7 +141,7 @@ def test_wait_exited_names_the_live_actors():
     try:
         with pytest.raises(WaitTimeout, match=r"every actor to exit; still running: task 0 "
                                                r"\(x, running\).*task 1 \(r, running\): waits "
-                                               r"for READY on descs \[0\]"):
+                                               r"for READY on regst descs \[0\]"):
             s.runtime.wait_exited(0.05)
     finally:
         s.close()

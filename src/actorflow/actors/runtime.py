@@ -19,6 +19,7 @@ from actorflow.actors.executors import ActorHost
 from actorflow.actors.kinds import make_state
 from actorflow.actors.memory import Allocator, HostAllocator
 from actorflow.actors.messages import Act, Exit, Msg, cmd
+from actorflow.actors.state import describe_states
 from actorflow.actors.stream import make_stream
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
 from actorflow.plan.model import Plan, Task
@@ -270,18 +271,7 @@ class MachineRuntime:
     def describe_live(self, limit: int = 8) -> str:
         live = [h.state.blocked_on() for u in self.units.values() for h in u.actors.values()
                 if h.task_id not in self._exited]
-        parts = []
-        for s in live[:limit]:
-            why = []
-            if s["inputs_empty"]:
-                why.append(f"waits for READY on descs {s['inputs_empty']}")
-            for o in s["outputs_full"]:
-                why.append(f"desc {o['regst_desc_id']} has no free regst (held by tasks "
-                           f"{o['held_by']})")
-            parts.append(f"task {s['task_id']} ({s['label']}, {s['status']}): "
-                         + ("; ".join(why) or "idle"))
-        more = f" and {len(live) - limit} more" if len(live) > limit else ""
-        return "; ".join(parts) + more
+        return describe_states(live, limit)
 
     def join(self, timeout: float = 10.0) -> None:
         self.stopping = True

@@ -14,7 +14,7 @@ from typing import Any
 
 from actorflow.actors.kinds import make_state
 from actorflow.actors.messages import Act, Exit, Msg, cmd
-from actorflow.actors.state import ActorState
+from actorflow.actors.state import ActorState, describe_wait
 from actorflow.errors import PlanValidationError, ProtocolError
 from actorflow.plan.model import Plan
 
@@ -113,13 +113,7 @@ def check_progress(plan: Plan, source: str = "") -> None:
         lines = []
         for tid in res.stuck[:6]:
             s = res.states[tid].blocked_on()
-            why = []
-            if s["inputs_empty"]:
-                why.append(f"waits for READY on regst descs {s['inputs_empty']}")
-            for o in s["outputs_full"]:
-                why.append(f"regst desc {o['regst_desc_id']} has no free regst (held by "
-                           f"tasks {o['held_by']})")
-            lines.append(f"task {tid} ({s['label']}): {'; '.join(why) or s['status']}")
+            lines.append(f"task {tid} ({s['label']}): {describe_wait(s)}")
         raise PlanValidationError(
             f"{prefix}plan cannot make progress with its register_nums: a dry run of {pieces} "
             f"pieces stops with {len(res.stuck)} actors stuck: " + " | ".join(lines)

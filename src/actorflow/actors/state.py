@@ -286,3 +286,22 @@ class ActorState:
     def _before_eord(self) -> bool:
         """Last chance before EORD goes out; return True if it made an act possible."""
         return False
+
+
+def describe_wait(s: dict[str, Any]) -> str:
+    """One phrase from ``blocked_on()``: what this actor waits for, and on whom."""
+    why = []
+    if s["inputs_empty"]:
+        why.append(f"waits for READY on regst descs {s['inputs_empty']}")
+    for o in s["outputs_full"]:
+        why.append(f"regst desc {o['regst_desc_id']} has no free regst (held by tasks "
+                   f"{o['held_by']})")
+    return "; ".join(why) or "idle"
+
+
+def describe_states(states: list[dict[str, Any]], limit: int = 8) -> str:
+    """One line from several actors' ``blocked_on()`` dicts, for timeout messages."""
+    parts = [f"task {s['task_id']} ({s['label']}, {s['status']}): {describe_wait(s)}"
+             for s in states[:limit]]
+    more = f" and {len(states) - limit} more" if len(states) > limit else ""
+    return ("; ".join(parts) or "no live actors") + more

@@ -28,6 +28,7 @@ import msgpack
 from actorflow import errors
 from actorflow.actors.messages import READY, Msg, cmd
 from actorflow.actors.process_unit import CONFIG_VERSION
+from actorflow.actors.state import describe_states
 from actorflow.errors import (
     ActorflowError,
     KernelError,
@@ -261,22 +262,6 @@ class ProcessHosting:
     def _cleanup_files(self) -> None:
         self.arena.unlink()
         shutil.rmtree(self.tmpdir, ignore_errors=True)
-
-
-def describe_states(states: list[dict], limit: int = 8) -> str:
-    """One line from actors' ``blocked_on()`` dicts (as MachineRuntime.describe_live)."""
-    parts = []
-    for s in states[:limit]:
-        why = []
-        if s["inputs_empty"]:
-            why.append(f"waits for READY on descs {s['inputs_empty']}")
-        for o in s["outputs_full"]:
-            why.append(f"desc {o['regst_desc_id']} has no free regst (held by tasks "
-                       f"{o['held_by']})")
-        parts.append(f"task {s['task_id']} ({s['label']}, {s['status']}): "
-                     + ("; ".join(why) or "idle"))
-    more = f" and {len(states) - limit} more" if len(states) > limit else ""
-    return ("; ".join(parts) or "no live actors") + more
 
 
 def error_from_body(body: dict) -> ActorflowError:
