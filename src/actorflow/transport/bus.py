@@ -52,6 +52,10 @@ class Outbox:
         """Open the socket to ``address`` now (so the first message does not pay for it)."""
         self._sock(address)
 
+    def entry(self, address: str) -> tuple[zmq.Socket, threading.Lock]:
+        """The socket to ``address`` and its lock, for callers that cache them (hot path)."""
+        return self._sock(address)
+
     def send(self, address: str, frames: list) -> None:
         s, lock = self._sock(address)
         with lock:
@@ -111,6 +115,8 @@ class Router:
         self.remote_units: dict[tuple[int, int], str] = {}
         self.unit_addrs: dict[tuple[int, int], str] = dict(unit_addrs or {})
         self._cache: dict[int, tuple[str, bool]] = {}
+        # dst task -> (socket, lock) of header-only messages: one dict hit per send
+        self._fast: dict[int, tuple[zmq.Socket, threading.Lock, bool]] = {}
         self.set_machine_addrs(machine_addrs or {})
 
     def set_machine_addrs(self, addrs: Mapping[int, str]) -> None:
@@ -120,6 +126,7 @@ class Router:
             for t, ua in units.items():
                 self.remote_units[(int(m), t)] = ua
         self._cache.clear()
+        self._fast.clear()
 
     def where(self, task_id: int) -> tuple[str, bool]:
         """(address, crosses_machines) for messages to ``task_id``."""
@@ -148,8 +155,26 @@ class Router:
         return hit
 
     def send(self, msg: Msg) -> None:
-        """Send an actor message; a READY leaving the machine carries its regst's blobs."""
+        """Send an actor message; a READY leaving the machine carries its regst's blobs.
+
+        Header-only messages (all of them inside a machine, ACK/EORD/CMD across) take the
+        cached socket of their destination and go out as one frame: this runs once per
+        READY/ACK, so it avoids the per-message address lookups and frame lists.
+        """
+        fast = self._fast.get(msg.dst)
+        if fast is not None and (msg.type != READY or not fast[2]):
+            sock, lock, _ = fast
+            head = codec.encode_head(codec.MSG, msg.header())
+            with lock:
+                try:
+                    sock.send(head)
+                except zmq.ZMQError as e:
+                    raise TransportError(f"{self.outbox.name}: send of {msg!r} failed: "
+                                         f"{e}") from e
+            return
         addr, remote = self.where(msg.dst)
+        if fast is None:
+            self._fast[msg.dst] = (*self.outbox.entry(addr), remote)
         arrays: list = []
         if remote and msg.type == READY:
             slots = self.memory.get(msg.regst_desc_id)

@@ -54,6 +54,11 @@ def encode(kind: int, body: Any, arrays: Sequence[tuple[str, np.ndarray]] = ()) 
     return frames
 
 
+def encode_head(kind: int, body: Any) -> bytes:
+    """The one frame of a message without arrays (what ``encode`` makes, as bytes)."""
+    return _pack([WIRE_VERSION, kind, body, None])
+
+
 def send(sock: zmq.Socket, frames: list) -> None:
     """Send frames: the header copied (small), array buffers by reference (``copy=False``)."""
     if len(frames) == 1:
