@@ -1,18 +1,33 @@
 """Transport benchmark: actorflow's data plane vs raw pyzmq / memcpy, side by side in one run.
 
-    python bench/transport.py            # full run (~1-2 min on 2 cores)
+    python bench/transport.py            # full run (~2-3 min on 2 busy cores)
     python bench/transport.py --quick    # fewer pieces and repeats
 
-Tables (medians of several repeats; actorflow and its baseline run alternately, so both see
-the same machine load, and the ratio is the median of the per-pair ratios):
-1. hop round trip between two actors in two processes (register_num 1: one READY + one ACK
-   per piece) vs a raw pyzmq PUSH/PULL ping-pong between two processes, per transport;
-2. pipelined pieces/s of 2- and 4-stage chains of empty kernels, one process per stage,
-   for register_num 1, 2, 4, 8;
-3. a 64 MiB regst handed between two processes of one machine (shared memory; the consumer
-   copies it into its own regst) vs np.copyto of 64 MiB;
-4. the same 64 MiB regst between two simulated machines over tcp (blobs as frames into the
-   comm_net receive buffer, then into the comm_net regst) vs raw pyzmq tcp of 64 MiB.
+Every actorflow run alternates with its baseline (both see the same machine load) and a
+ratio is the median of the per-pair ratios.  What each table measures:
+
+1. Hop round trip, register_num 1, so piece k+1 starts only after piece k's ACK is back:
+   one round trip = producer act, READY, consumer act, ACK = two socket traversals.
+   - ipc: producer and consumer are process units of one machine (slot numbers only).
+   - tcp: producer on machine 0, consumer on machine 1.  The builder inserts a comm_net
+     actor on machine 1; here it shares the consumer's process, so a round trip is still
+     two tcp traversals (READY with the 1-byte blob as a frame, ACK after the copy).  With
+     comm_net in a process of its own each piece would add an ipc READY/ACK pair.
+   Baseline: a raw pyzmq PUSH/PULL ping-pong of 48 bytes between two processes over the
+   same transport: also two traversals per round trip, but no acts and no protocol.
+2. Pipelined pieces/s of 2- and 4-stage chains of empty kernels (1-byte regsts), one
+   process per stage, register_num 1, 2, 4, 8.  Baseline for 2 stages: raw pyzmq
+   messages/s with the same number in flight (a window of register_num echoes).
+3. A 64 MiB regst per piece between two processes of one machine (shared memory).  The
+   source is ``stamp`` (writes one element), so the only 64 MiB of work per piece is what
+   the row names: "consumer copies" = one 64 MiB copy into the consumer's own regst, the
+   apples-to-apples row for np.copyto of 64 MiB; "reads in place" = handing over the slot
+   only.  A third row lets the source rewrite all 64 MiB too (producer and consumer then
+   race for memory bandwidth).
+4. The same 64 MiB regst between two simulated machines over tcp (producer's shared
+   memory as zero-copy frames -> comm_net on machine 1 -> its regst) vs raw pyzmq tcp of a
+   64 MiB message with the same window.  "reads in place" is the transfer itself (the
+   apples-to-apples row); "consumer copies" adds the consumer's 64 MiB copy.
 The raw peers are this script run with ``--peer`` in a subprocess (no pickle, no multiprocessing).
 """
 
@@ -40,19 +55,31 @@ MIB64 = 64 << 20
 
 # -- actorflow side ---------------------------------------------------------------------
 def chain(stages: int, register_num: int, shape=(1,), machines: int = 1,
-          peek: bool = False) -> af.Plan:
+          peek: bool = False, source: str = "constant", comm_with_consumer: bool = False
+          ) -> af.Plan:
     """source -> identity x (stages-1); stage k on machine k % machines; one unit per task.
 
     ``peek``: the stages read one element of the regst instead of copying all of it.
+    ``comm_with_consumer``: each comm_net runs in its consumer's process (unit).
     """
     b = af.PlanBuilder(machines=machines, register_num=register_num, name=f"chain{stages}")
-    x = b.source("constant", {"shape": list(shape), "dtype": "uint8", "value": 1},
-                 name="src")
+    attrs = {"shape": list(shape), "dtype": "uint8"}
+    if source == "constant":
+        attrs["value"] = 1
+    x = b.source(source, attrs, name="src")
     for k in range(1, stages):
         m = k % machines
         x = (b.op("slice", x, axis=0, start=0, stop=1, machine=m, name=f"stage{k}") if peek
              else b.op("identity", x, machine=m, name=f"stage{k}"))
-    return b.build()
+    plan = b.build()
+    if comm_with_consumer:
+        tasks = {t.task_id: t for t in plan.tasks}
+        for t in plan.tasks:
+            if t.task_type == "comm_net":
+                out = next(iter(t.produced.values()))
+                t.thrd_id = tasks[out.consumer_task_ids[0]].thrd_id
+        plan.validate()
+    return plan
 
 
 def run_plan(plan: af.Plan, unit: str, scheme: str, pieces: int) -> float:
@@ -126,15 +153,15 @@ def raw_rtt_once(p: Peer, n: int) -> float:
     return (time.perf_counter() - t0) / n
 
 
-def raw_bulk_once(p: Peer, buf: np.ndarray, count: int, window: int = 2) -> float:
-    """Seconds per 64 MiB message, streamed with ``window`` in flight (like register_num)."""
+def raw_window_once(p: Peer, buf, count: int, window: int, copy: bool = True) -> float:
+    """Seconds per message, streamed with ``window`` in flight (like register_num)."""
     t0 = time.perf_counter()
     inflight = 0
     for _ in range(count):
         if inflight == window:
             p.pull.recv()
             inflight -= 1
-        p.push.send(buf, copy=False)
+        p.push.send(buf, copy=copy)
         inflight += 1
     for _ in range(inflight):
         p.pull.recv()
@@ -164,68 +191,94 @@ def memcpy_time() -> float:
 
 
 # -- tables -------------------------------------------------------------------------------
+def hop_table(n: int, reps: int) -> None:
+    rows = []
+    for scheme, machines, setup in (
+            ("ipc", 1, "2 process units, 1 machine"),
+            ("tcp", 2, "2 machines; comm_net in the consumer's process")):
+        peer = Peer("pingpong", scheme)
+        try:
+            raw_rtt_once(peer, 500)
+            plan = chain(2, 1, machines=machines, comm_with_consumer=True)
+            ours, raw, ratio = paired(lambda p=plan, s=scheme: run_plan(p, "process", s, n) / n,
+                                      lambda p=peer: raw_rtt_once(p, n), reps)
+        finally:
+            peer.close()
+        rows.append([f"{scheme}://", setup, ours * 1e6, raw * 1e6, ratio])
+    print_table("Hop round trip (register_num 1: READY + ACK = 2 socket traversals per piece; "
+                "baseline: raw pyzmq ping-pong, 2 traversals)",
+                ["transport", "actorflow setup", "actorflow us", "raw pyzmq us",
+                 "ratio (goal <= 1.3)"], rows)
+
+
+def chain_table(n: int, reps: int) -> None:
+    rows = []
+    peer = Peer("pingpong", "ipc")
+    try:
+        raw_window_once(peer, b"x" * 48, 500, 1)
+        for stages in (2, 4):
+            for rn in (1, 2, 4, 8):
+                plan = chain(stages, rn)
+                if stages == 2:
+                    t, base, ratio = paired(
+                        lambda p=plan: run_plan(p, "process", "ipc", n) / n,
+                        lambda r=rn: raw_window_once(peer, b"x" * 48, n, r), reps)
+                    rows.append([stages, rn, 1 / t, 1 / base, 1 / ratio])
+                else:
+                    t = median_of(lambda p=plan: run_plan(p, "process", "ipc", n) / n, reps)
+                    rows.append([stages, rn, 1 / t, "-", "-"])
+    finally:
+        peer.close()
+    print_table("Pipelined chain of empty kernels, one process per stage (ipc + shm)",
+                ["stages", "register_num", "pieces/s (goal >= 20,000 at 2 stages, rn >= 4)",
+                 "raw pyzmq msgs/s, same window", "ratio"], rows)
+
+
+def bulk_table(k: int, reps: int) -> None:
+    gb = MIB64 / 1e9
+    buf = np.ones(MIB64, np.uint8)
+    peer = Peer("bulk", "tcp")
+    raw_window_once(peer, buf, 2, 2, copy=False)
+    rows = []
+    copyto = ("np.copyto 64 MiB", memcpy_time)
+    raw_tcp = ("raw pyzmq tcp 64 MiB", lambda: raw_window_once(peer, buf, k, 2, copy=False))
+    try:
+        for label, machines, scheme, peek, source, (base, base_fn) in (
+                ("shm, 1 machine: consumer copies (goal >= 0.85)", 1, "ipc", False, "stamp",
+                 copyto),
+                ("shm, 1 machine: consumer reads in place", 1, "ipc", True, "stamp", copyto),
+                ("shm, 1 machine: producer rewrites 64 MiB, consumer copies", 1, "ipc", False,
+                 "constant", copyto),
+                ("tcp, 2 machines: consumer reads in place (goal >= 0.9)", 2, "tcp", True,
+                 "stamp", raw_tcp),
+                ("tcp, 2 machines: consumer copies", 2, "tcp", False, "stamp", raw_tcp)):
+            plan = chain(2, 2, (MIB64,), machines=machines, peek=peek, source=source)
+            t, base_t, ratio = paired(
+                lambda p=plan, s=scheme: run_plan(p, "process", s, k) / k, base_fn, reps)
+            rows.append([label, t * 1e3, base, base_t * 1e3, gb / t, 1 / ratio])
+    finally:
+        peer.close()
+    print_table("64 MiB regst per piece, process units (register_num 2, streamed)",
+                ["path", "actorflow ms", "baseline", "baseline ms", "actorflow GB/s",
+                 "speed ratio"], rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", choices=("hop", "chain", "bulk"), help="run one table")
     ap.add_argument("--peer", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.peer:
         sys.exit(peer_main(*args.peer))
     n = 2000 if args.quick else 4000
     reps = 3 if args.quick else 5
-
-    rows = []
-    for scheme, unit, machines in (("ipc", "process", 1), ("tcp", "process", 2)):
-        peer = Peer("pingpong", scheme)
-        try:
-            raw_rtt_once(peer, 500)
-            plan = chain(2, 1, machines=machines)
-            ours, raw, ratio = paired(lambda p=plan, s=scheme: run_plan(p, "process", s, n) / n,
-                                      lambda p=peer: raw_rtt_once(p, n), reps)
-        finally:
-            peer.close()
-        rows.append([f"{scheme}://", f"{unit} units, {machines} machine(s)", ours * 1e6,
-                     raw * 1e6, ratio])
-    print_table("Hop round trip (register_num 1, READY+ACK per piece, two processes)",
-                ["transport", "actorflow setup", "actorflow us", "raw pyzmq us",
-                 "ratio (goal <= 1.3)"], rows)
-
-    rows = []
-    for stages in (2, 4):
-        for rn in (1, 2, 4, 8):
-            dt = median_of(lambda s=stages, r=rn: run_plan(chain(s, r), "process", "ipc", n),
-                           reps)
-            rows.append([stages, rn, n / dt])
-    print_table("Pipelined chain of empty kernels, one process per stage (ipc + shm)",
-                ["stages", "register_num", "pieces/s (goal >= 20,000 at 2 stages, rn >= 4)"],
-                rows)
-
-    k = 6 if args.quick else 12
-    gb = MIB64 / 1e9
-    buf = np.ones(MIB64, np.uint8)
-    peer = Peer("bulk", "tcp")
-    raw_bulk_once(peer, buf, 2)
-    rows = []
-    try:
-        for label, machines, scheme, peek, base, base_fn in (
-                ("2 processes, 1 machine (shm), consumer copies", 1, "ipc", False,
-                 "np.copyto 64 MiB", memcpy_time),
-                ("2 processes, 1 machine (shm), consumer reads in place", 1, "ipc", True,
-                 "np.copyto 64 MiB", memcpy_time),
-                ("2 machines over tcp, consumer copies", 2, "tcp", False,
-                 "raw pyzmq tcp 64 MiB", lambda: raw_bulk_once(peer, buf, k)),
-                ("2 machines over tcp, consumer reads in place", 2, "tcp", True,
-                 "raw pyzmq tcp 64 MiB", lambda: raw_bulk_once(peer, buf, k))):
-            plan = chain(2, 2, (MIB64,), machines=machines, peek=peek)
-            t, base_t, ratio = paired(
-                lambda p=plan, s=scheme: run_plan(p, "process", s, k) / k, base_fn, reps)
-            rows.append([label, t * 1e3, base, base_t * 1e3, gb / t, 1 / ratio])
-    finally:
-        peer.close()
-    print_table("64 MiB regst per piece, process units (register_num 2, streamed; the source "
-                "writes all 64 MiB every piece)", ["path", "actorflow ms", "baseline",
-                                                   "baseline ms", "actorflow GB/s",
-                                                   "speed ratio (goal >= 0.85 / 0.9)"], rows)
+    if args.only in (None, "hop"):
+        hop_table(n, reps)
+    if args.only in (None, "chain"):
+        chain_table(n, reps)
+    if args.only in (None, "bulk"):
+        bulk_table(6 if args.quick else 12, reps)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Ops for tests and benchmarks: sleep, busy, fail.  All pass their input through."""
+"""Ops for tests and benchmarks: sleep, busy, fail pass their input through; stamp is a source."""
 
 from __future__ import annotations
 
@@ -42,6 +42,19 @@ def _fail_kernel(ctx, ins, outs, attrs):
     _copy(ins, outs)
 
 
+def _stamp_infer(ins, attrs):
+    from actorflow.kernels.ops.generators import _constant_infer
+
+    return _constant_infer(ins, attrs)
+
+
+def _stamp_kernel(ctx, ins, outs, attrs):
+    # Writes one element: a big regst moves between actors without its producer rewriting it.
+    outs["out"].reshape(-1)[:1] = ctx.piece_id
+
+
+register_op(OpDef("stamp", (), _stamp_infer, _stamp_kernel,
+                  doc="a source writing only element 0 (the piece id): transport benches"))
 register_op(OpDef("sleep", ("in",), _pass, _sleep_kernel, doc="sleep attrs.ms, then copy"))
 register_op(OpDef("busy", ("in",), _pass, _busy_kernel, doc="burn CPU in numpy, then copy"))
 register_op(OpDef("fail", ("in",), _pass, _fail_kernel, doc="raise on attrs.piece (-1: always)"))
