@@ -161,4 +161,6 @@ def test_a_failing_process_unit_dumps_its_flight_ring(tmp_path, monkeypatch):
     assert "injected failure on piece 3" in d["error"]
     boom = next(s for s in d["states"] if s["label"] == "boom")
     assert boom["inflight_pieces"] == [3]
-    assert any(r[0] == 2 and r[4] == 3 for u in d["units"] for r in u["rows"])  # its act
+    # the ring shows the READY of piece 3 that boom received (code RECV, type READY)
+    assert any(r[0] == 1 and r[2] == 0 and r[4] == boom["task_id"] and r[7] == 3
+               for u in d["units"] for r in u["rows"])

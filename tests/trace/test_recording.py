@@ -36,18 +36,38 @@ def test_flight_false_means_no_recorder_calls():
         s.run_to_end()
 
 
-def test_flight_ring_keeps_the_last_steps_only():
+def test_flight_ring_keeps_the_last_messages_only():
     rec = Recorder(None, flight_size=16)
     with af.Session(chain(pieces=30), recorder=rec) as s:
         s.run_to_end()
-    # a step = a message handed to an actor (or a completed act) + the actions it produced
+    # the ring holds the runtime's own Msg objects: no tuple or list per step
     assert all(len(u.buf) <= 16 for u in rec.units.values())
     assert max(len(u.buf) for u in rec.units.values()) == 16
+    assert all(type(m).__name__ == "Msg" for u in rec.units.values() for m in u.buf)
     rows = rec.flight_rows()
-    # the newest events are kept: the source's last act is piece 29, the oldest are gone
-    src_acts = [r[4] for r in rows[(0, 0)] if r[0] == ACT_BEGIN]
-    assert max(src_acts) == 29 and min(src_acts) > 10
-    assert {r[0] for r in rows[(0, 0)]} <= {SEND, RECV, ACT_BEGIN, ACT_END}
+    # the newest messages are kept: the source's READYs reach piece 29, the oldest are gone
+    src = (0, 0)
+    ready = [r[7] for r in rows[src] if r[0] in (SEND, RECV) and r[2] == 0 and r[3] == 0]
+    assert max(ready) == 29 and min(ready) > 10
+    assert {r[0] for r in rows[src]} <= {SEND, RECV}
+
+
+def test_flight_ring_tells_sends_from_receives():
+    plan = chain(pieces=6)
+    by_unit: dict = {}
+    for t in plan.tasks:
+        by_unit.setdefault((t.machine_id, t.thrd_id), set()).add(t.task_id)
+    with af.Session(plan) as s:
+        s.run_to_end()
+        rows = s.diagnostics.recorder.flight_rows()
+    for key, rs in rows.items():
+        mine = by_unit[key]
+        assert all(r[4] in mine for r in rs if r[0] == RECV)  # dst hosted here
+        assert all(r[3] in mine and r[4] not in mine for r in rs if r[0] == SEND)
+    # a message between units shows once as a SEND and once as a RECV, with one id
+    sends = {r[9] for rs in rows.values() for r in rs if r[0] == SEND}
+    recvs = {r[9] for rs in rows.values() for r in rs if r[0] == RECV}
+    assert sends and sends <= recvs
 
 
 @pytest.mark.parametrize("machines", [1, 2])

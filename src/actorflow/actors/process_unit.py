@@ -168,10 +168,9 @@ class ProcessUnit:
                 raise ProtocolError(f"{self.name} got {msg!r} for a task it does not host")
             if timed is not None:
                 timed.recv(msg)
-            actions = host.state.handle(msg)
-            if ring is not None:
-                ring((msg, actions))
-            unit.execute(host, actions)
+            elif ring is not None:
+                ring(msg)
+            unit.execute(host, host.state.handle(msg))
 
     def wait_stop(self, limit: float = 60.0) -> None:
         """After an error: keep the process (and its sockets) until the node says stop."""

@@ -43,8 +43,9 @@ class ThreadUnit:
         self.live = 0
         self.thread: threading.Thread | None = None
         # trace hooks (actorflow.trace.recorder), None = no calls at all: ``ring`` is the
-        # flight recorder, a bare deque.append fed (message or completed act, the actions
-        # it produced) per step; ``timed`` gets a timestamped call per event (full tracing)
+        # flight recorder, a bare deque.append of messages that already exist (each one
+        # handed to an actor, each one sent to another unit);
+        # ``timed`` gets a timestamped call per event (full tracing)
         rec = runtime.recorder.unit(key) if runtime.recorder is not None else None
         self.rec = rec
         self.ring = getattr(rec, "ring", None)
@@ -97,20 +98,16 @@ class ThreadUnit:
                 raise ProtocolError(f"unit {self.name} got {msg!r} for a task it does not host")
             if timed is not None:
                 timed.recv(msg)
-            actions = host.state.handle(msg)
-            if ring is not None:
-                ring((msg, actions))
-            self.execute(host, actions)
+            elif ring is not None:
+                ring(msg)
+            self.execute(host, host.state.handle(msg))
 
     def _drain_stream(self) -> None:
-        ring, timed = self.ring, self.timed
+        timed = self.timed
         for h, act in self.stream.completed():
             if timed is not None:
                 timed.act_end(act)
-            done = h.state.act_done(act)
-            if ring is not None:
-                ring((act, done))
-            self.execute(h, done)
+            self.execute(h, h.state.act_done(act))
 
     def execute(self, host: ActorHost, actions: list[Any]) -> None:
         rt = self.runtime
@@ -130,6 +127,8 @@ class ThreadUnit:
                     if a.dst in mine:  # same unit: straight to the local deque
                         local.append(a)
                     else:
+                        if ring is not None:
+                            ring(a)
                         send(a, self)
                 elif tp is Act:
                     if timed is not None:
@@ -146,8 +145,6 @@ class ThreadUnit:
                 if timed is not None and not sync:
                     timed.act_end(act)  # an async act counts as done when its stream says so
                 done = h2.state.act_done(act)
-                if ring is not None:
-                    ring((act, done))
                 if pending is None:
                     pending = deque()
                 pending.append((h2, done))

@@ -2,12 +2,15 @@
 
 The runtime asks ``recorder.unit((machine_id, thrd_id))`` once per unit and uses it as:
 
-* ``unit.ring`` (flight recorder; always on): a bare ``deque.append``.  For every message a
-  unit hands to an actor it appends ``(message, actions the state machine returned)``; for
-  every completed act, ``(act, actions act_done returned)``.  One C-level append of a
-  2-tuple per step, no timestamps, no copies: this is what keeps the always-on recorder
-  within a few percent of no recorder at all.  The ring keeps the last ``flight_size``
-  steps; rows are built only when it is dumped (``Recorder.dump``).
+* ``unit.ring`` (flight recorder; always on): a bare ``deque.append`` of the messages
+  the runtime made anyway: every message handed to an actor and every message sent to
+  another unit.  Nothing is built per step, and only ``flight_size`` messages per unit
+  stay alive: keeping each step's ``(message, actions)`` pair, as an earlier version did,
+  or the ``Act`` objects (each with lists of slot tuples) cost +5-8% CPU on empty kernels
+  just by keeping that many objects alive (measured in bench/README.md, "Trace").  Acts
+  show in a dump as the READY messages they sent and, while running, in the actors'
+  states (``inflight_pieces``).  Sends between actors of one unit are not stored twice:
+  they are the unit's own receives.  Rows are built only when the ring is dumped.
 * ``unit.timed`` (full tracing, ``trace_dir``): when true the runtime calls ``send(msg)``,
   ``recv(msg)``, ``act_begin(act)``, ``act_end(act)``; each packs the event's timestamp and
   integer fields as int64 words (``packed.py``) into a bytearray that is flushed to the
@@ -38,30 +41,27 @@ BUFFER_SIZE = 8192
 
 
 class FlightUnit:
-    """Always-on ring of one unit: its last ``size`` steps ((message or act, actions))."""
+    """Always-on ring of one unit: its last ``size`` messages, the runtime's own objects."""
 
     timed = False
 
-    def __init__(self, key: tuple[int, int], size: int = FLIGHT_SIZE) -> None:
+    def __init__(self, key: tuple[int, int], size: int = FLIGHT_SIZE,
+                 hosted: Iterable[int] | None = None) -> None:
+        """``hosted``: the unit's task ids (tells a received message from a sent one)."""
         self.key = key
         self.size = size
+        self.hosted = set(hosted) if hosted is not None else None
         self.buf: deque = deque(maxlen=size)
         self.ring = self.buf.append
 
-    def rows(self) -> list[list]:
-        """The ring as event rows (``t`` = -1: the ring keeps order, not time)."""
-        out: list[list] = []
-        for o, actions in _snapshot(self.buf):
-            if hasattr(o, "msg_id"):
-                out.append(to_row((RECV, -1, o)))
-            elif hasattr(o, "act_id"):
-                out.append(to_row((ACT_END, -1, o)))
-            for a in actions:
-                if hasattr(a, "msg_id"):
-                    out.append(to_row((SEND, -1, a)))
-                elif hasattr(a, "act_id"):
-                    out.append(to_row((ACT_BEGIN, -1, a)))
-        return out
+    def rows(self) -> list[tuple]:
+        """The ring as event rows (``t`` = -1: the ring keeps order, not time): a message
+        to a task of this unit is a RECV, any other one a SEND."""
+        msgs = _snapshot(self.buf)
+        hosted = self.hosted
+        if hosted is None:  # no plan: receivers are the tasks that received a command
+            hosted = {m.dst for m in msgs if m.type == CMD}
+        return [to_row((RECV if m.dst in hosted else SEND, -1, m)) for m in msgs]
 
     def marker(self) -> Any:
         """The newest entry (an object): changes whenever the unit made a step."""
@@ -235,11 +235,17 @@ class Recorder:
             u = self.units.get(key)
             if u is None:
                 if self.trace_dir is None:
-                    u = FlightUnit(key, self.flight_size)
+                    u = FlightUnit(key, self.flight_size, self._hosted(key))
                 else:
                     u = TraceUnit(key, self._writer(key[0]), self.flight_size, self.buffer_size)
                 self.units[key] = u
             return u
+
+    def _hosted(self, key: tuple[int, int]) -> set[int] | None:
+        tasks = getattr(self.plan, "tasks", None)
+        if tasks is None:
+            return None
+        return {t.task_id for t in tasks if (t.machine_id, t.thrd_id) == tuple(key)}
 
     def _writer(self, machine_id: int) -> TraceWriter:
         w = self.writers.get(machine_id)
