@@ -26,6 +26,7 @@ import zmq
 from actorflow.actors.messages import CMD, Msg
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.state import EXITED
+from actorflow.actors.unit_status import StatusResponder
 from actorflow.errors import ActorflowError, KernelError, ProtocolError
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Task
@@ -76,6 +77,11 @@ class ProcessUnit:
         direct = cfg.get("direct")
         self.direct = own if direct == "own" else bind(self.sock, direct) if direct else None
         self.early: list[tuple] = []  # messages that came before CONNECT
+        # the node's STATUS queries, answered by a helper thread even while a kernel runs
+        ctl = cfg.get("ctl_addr")
+        self.status = StatusResponder(
+            ctl, self.name, rt.actor_states,
+            lambda qid, states: self.report(codec.STATES, [tid, states, qid])) if ctl else None
 
     def wait_connect(self, timeout: float = 120.0) -> None:
         """Take every machine's address from the node's CONNECT; keep anything else."""
@@ -191,6 +197,8 @@ class ProcessUnit:
             print(f"{self.name}: could not write the flight dump: {e}", file=sys.stderr)
 
     def close(self, flush: bool) -> None:
+        if self.status is not None:
+            self.status.close()
         self.recorder.close()
         self.sock.close(linger=0)
         self.outbox.close(linger_ms=5000 if flush else 0)

@@ -10,7 +10,8 @@ It only takes callables, so this package still imports nothing of the runtime:
 ``states()`` returns every actor's ``blocked_on()`` dict, ``fail(exc)`` stops the run.
 
 * flight recorder: always on unless ``flight=False`` (then no recorder calls at all);
-* watchdog: when no event was recorded (or, with no recorder, no act started) for
+* watchdog: when no event was recorded (or, with no recorder or with process units, which
+  record in their own processes, no actor acted or changed status) for
   ``stall_timeout`` seconds while some actor has unfinished work, it dumps, explains the
   hang in one sentence (``whystuck``) and fails the run with ``StallError``; a kernel
   that legitimately runs longer than ``stall_timeout`` counts as a stall, so set it above
@@ -109,11 +110,15 @@ class Diagnostics:
         return path
 
     # -- watchdog ----------------------------------------------------------------------
-    def _progress(self) -> list[Any]:
-        """Something that changes whenever any unit makes a step (compared by identity)."""
-        if self.recorder is not None:
-            return self.recorder.markers()
-        return [sum(s.get("acts", 0) for s in _safe_states(self._states))]
+    def _progress(self) -> tuple[list[Any], dict[int, tuple]]:
+        """What changes whenever a unit makes a step: the recorder's newest entries (compared
+        by identity) when it records the units here, else (no recorder, or process units
+        that record in their own processes) each actor's act count and status."""
+        marks = self.recorder.markers() if self.recorder is not None else []
+        if marks:
+            return marks, {}
+        return [], {s["task_id"]: (s.get("acts", 0), s.get("status"))
+                    for s in _safe_states(self._states)}
 
     def _watch(self) -> None:
         assert self.stall_timeout is not None and self._states is not None
@@ -121,8 +126,7 @@ class Diagnostics:
         last, since = self._progress(), time.monotonic()
         while not self._stop.wait(period):
             now, p = time.monotonic(), self._progress()
-            if len(p) != len(last) or any(a is not b and not (type(a) is int and a == b)
-                                          for a, b in zip(p, last)):
+            if _moved(p, last):
                 last, since = p, now
                 continue
             if now - since < self.stall_timeout:
@@ -148,6 +152,20 @@ class Diagnostics:
         print(f"actorflow: {err}", file=sys.stderr)
         if self._fail is not None:
             self._fail(err)
+
+
+def _moved(p: tuple[list[Any], dict[int, tuple]], last: tuple[list[Any], dict[int, tuple]]
+           ) -> bool:
+    """Whether any unit stepped between two ``_progress`` readings.  An actor missing from
+    one reading (its unit did not answer in time) is no evidence either way."""
+    (marks, acts), (lmarks, lacts) = p, last
+    if len(marks) != len(lmarks) or any(a is not b and not (type(a) is int and a == b)
+                                        for a, b in zip(marks, lmarks)):
+        return True
+    if any(k in lacts and lacts[k] != v for k, v in acts.items()):
+        return True
+    lacts.update((k, v) for k, v in acts.items() if k not in lacts)
+    return False
 
 
 def _safe_states(states: StatesFn | None) -> list[dict]:

@@ -228,7 +228,8 @@ class MachineNode:
         return self.hosting.describe_live()
 
     def actor_states(self) -> list[dict]:
-        """Every local actor's ``blocked_on()`` (trace dumps); [] where units are processes."""
+        """Every local actor's ``blocked_on()`` (watchdog, trace dumps); process units are
+        asked over their status sockets."""
         states = getattr(self.hosting, "actor_states", None)
         return states() if states is not None else []
 

@@ -57,6 +57,8 @@ class ProcessHosting:
         self.tmpdir = tempfile.mkdtemp(prefix="actorflow-")
         self.node_ipc = f"ipc://{self.tmpdir}/node.ipc"
         self.unit_addrs = {k: f"ipc://{self.tmpdir}/u{k[1]}.ipc" for k in view.units}
+        # STATUS queries go to a unit's helper thread (actors/unit_status.py)
+        self.ctl_addrs = {k: f"ipc://{self.tmpdir}/u{k[1]}-ctl.ipc" for k in view.units}
         self.arena = ShmArena(node.run_id, self.mid)
         try:
             for t in view.tasks:
@@ -75,6 +77,8 @@ class ProcessHosting:
         self.connected: set[int] = set()
         self.direct: dict[int, str | None] = {}
         self.states: dict[int, list[dict]] = {}
+        self._query = 0  # id of the current STATUS query: late answers are dropped
+        self._query_lock = threading.Lock()
         self.done: set[int] = set()
         self._all_done = threading.Event()
         if not view.units:
@@ -113,7 +117,8 @@ class ProcessHosting:
                                  stdin=subprocess.PIPE)
             self.procs[key] = p
             assert p.stdin is not None
-            p.stdin.write(msgpack.packb({**base, "thrd_id": key[1]}, use_bin_type=True))
+            p.stdin.write(msgpack.packb({**base, "thrd_id": key[1],
+                                         "ctl_addr": self.ctl_addrs[key]}, use_bin_type=True))
             p.stdin.close()
         self._monitor = threading.Thread(target=self._watch, daemon=True,
                                          name=f"actorflow-m{self.mid}-units")
@@ -176,7 +181,8 @@ class ProcessHosting:
                 self._cond.notify_all()
         elif kind == codec.STATES:
             with self._cond:
-                self.states[int(body[0])] = body[1]
+                if len(body) < 3 or body[2] == self._query:
+                    self.states[int(body[0])] = body[1]
                 self._cond.notify_all()
         elif kind == codec.ERROR:
             self.node.fail(error_from_body(body))
@@ -219,27 +225,49 @@ class ProcessHosting:
     def wait(self, timeout: float) -> bool:
         return self._all_done.wait(timeout)
 
-    def describe_live(self, timeout: float = 1.0) -> str:
-        """Why each unfinished unit's actors wait, asked from the units themselves."""
+    def ask_states(self, timeout: float = 1.0) -> dict[tuple[int, int], list[dict] | None]:
+        """Every unfinished unit's actor states, asked from the units themselves (None: no
+        answer within ``timeout``); a unit's helper thread answers even mid-kernel."""
         live = [k for k in self.view.units if k[1] not in self.done]
         if not live:
+            return {}
+        with self._query_lock:  # the watchdog, a signal dump and a hang report may all ask
+            with self._cond:
+                self._query += 1
+                qid, self.states = self._query, {}
+            for k in live:
+                try:
+                    self.router.send_to(self.ctl_addrs[k], codec.STATUS, qid)
+                except ActorflowError:
+                    pass
+            deadline = time.monotonic() + timeout
+            with self._cond:
+                while len(self.states) < len(live) and time.monotonic() < deadline:
+                    self._cond.wait(0.05)
+                states = dict(self.states)
+        return {k: states.get(k[1]) for k in live}
+
+    def actor_states(self) -> list[dict]:
+        """Every actor's ``blocked_on()`` (watchdog, dumps); units that finished are listed
+        as exited, units that do not answer are left out."""
+        out = [{"task_id": t.task_id, "label": t.label, "status": "exited", "acts": 0,
+                "machine_id": t.machine_id, "thrd_id": t.thrd_id}
+               for t in self.view.tasks if t.thrd_id in self.done]
+        for got in self.ask_states().values():
+            out.extend(got or [])
+        return out
+
+    def describe_live(self, timeout: float = 1.0) -> str:
+        """Why each unfinished unit's actors wait, asked from the units themselves."""
+        asked = self.ask_states(timeout)
+        if not asked:
             return "every unit finished"
-        with self._cond:
-            self.states = {}
-        for k in live:
-            try:
-                self.router.send_to(self.unit_addrs[k], codec.STATUS, None)
-            except ActorflowError:
-                pass
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while len(self.states) < len(live) and time.monotonic() < deadline:
-                self._cond.wait(0.05)
-            states = dict(self.states)
         return "; ".join(
-            f"{self.unit_label(k)}: " + (describe_states(states[k[1]]) if k[1] in states else
-                                          f"no answer within {timeout:.1f}s (busy in a kernel "
-                                          "or stuck)") for k in live)
+            f"{self.unit_label(k)}: " + (
+                describe_states([s for s in got if s["status"] != "exited"])
+                if got is not None else f"no answer within {timeout:.1f}s (its process is "
+                                        "stuck)")
+            for k, got in asked.items())
 
     def close(self, timeout: float) -> None:
         self._closing = True
