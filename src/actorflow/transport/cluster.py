@@ -77,12 +77,15 @@ class NodeGroup:
         while True:
             if self.error is not None:
                 raise self.error
-            if all(n.exited() for n in self.nodes.values()):
+            live = [n for n in self.nodes.values() if not n.exited()]
+            if not live:
                 return
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left < 0:
                 raise WaitTimeout(f"waited {timeout:.1f}s for every actor to exit; still "
                                   f"running: {self.describe_live()}")
-            time.sleep(0.01)
+            # wake as soon as a node finishes (a fixed sleep made every run up to 10 ms longer)
+            live[0].hosting.wait(min(0.01, left))
 
     def actor_states(self) -> list[dict]:
         """Every machine's local actor states (trace dumps and the watchdog)."""

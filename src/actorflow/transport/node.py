@@ -260,12 +260,12 @@ class MachineNode:
         sock = self._sock
         assert sock is not None
         hosting = self.hosting
+        sock.setsockopt(zmq.RCVTIMEO, 100)  # a blocking recv, woken to check _rx_stop
         while not self._rx_stop.is_set():
             try:
-                try:  # a busy node finds the next message waiting: no poll syscall
-                    kind, body, metas, frames = codec.recv(sock, zmq.NOBLOCK)
+                try:  # no zmq.Again + poll per message: one recv call
+                    kind, body, metas, frames = codec.recv(sock)
                 except zmq.Again:
-                    sock.poll(100)
                     continue
                 if kind == codec.MSG:
                     msg = Msg(*body)
