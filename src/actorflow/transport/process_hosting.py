@@ -78,7 +78,7 @@ class ProcessHosting:
         self.direct: dict[int, str | None] = {}
         self.states: dict[int, list[dict]] = {}
         self._query = 0  # id of the current STATUS query: late answers are dropped
-        self._query_lock = threading.Lock()
+        self._query_lock = threading.RLock()  # RLock: a SIGUSR1 dump may ask mid-query
         self.done: set[int] = set()
         self._all_done = threading.Event()
         if not view.units:
