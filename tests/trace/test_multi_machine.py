@@ -89,12 +89,14 @@ STALL_JOB = textwrap.dedent('''
 
 
 @pytest.mark.slow
-def test_sim_watchdog_and_why_stuck_across_machines(tmp_path):
+@pytest.mark.parametrize("unit", ["thread", "process"])
+def test_sim_watchdog_and_why_stuck_across_machines(tmp_path, unit):
+    # with process units each worker asks its unit processes for their actors' states
     job = tmp_path / "stall_job.py"
     job.write_text(STALL_JOB)
     d = tmp_path / "tr"
-    r = flowlaunch("sim", job, "--machines", 2, "--trace", d, "--stall-timeout", "1",
-                   "--quiet", timeout=90)
+    r = flowlaunch("sim", job, "--machines", 2, "--unit", unit, "--trace", d,
+                   "--stall-timeout", "1", "--quiet", timeout=90)
     assert r.returncode != 0
     out = r.stdout + r.stderr
     # machine 1 holds the root: its watchdog names it; machine 0 only sees a remote holder
