@@ -228,9 +228,11 @@ class ProcessHosting:
     def ask_states(self, timeout: float = 1.0) -> dict[tuple[int, int], list[dict] | None]:
         """Every unfinished unit's actor states, asked from the units themselves (None: no
         answer within ``timeout``); a unit's helper thread answers even mid-kernel."""
-        live = [k for k in self.view.units if k[1] not in self.done]
+        unfinished = [k for k in self.view.units if k[1] not in self.done]
+        live = [k for k in unfinished  # a process that is gone cannot answer: do not wait
+                if k not in self.procs or self.procs[k].poll() is None]
         if not live:
-            return {}
+            return dict.fromkeys(unfinished)
         with self._query_lock:  # the watchdog, a signal dump and a hang report may all ask
             with self._cond:
                 self._query += 1
@@ -245,7 +247,7 @@ class ProcessHosting:
                 while len(self.states) < len(live) and time.monotonic() < deadline:
                     self._cond.wait(0.05)
                 states = dict(self.states)
-        return {k: states.get(k[1]) for k in live}
+        return {k: states.get(k[1]) for k in unfinished}
 
     def actor_states(self) -> list[dict]:
         """Every actor's ``blocked_on()`` (watchdog, dumps); units that finished are listed
@@ -266,7 +268,7 @@ class ProcessHosting:
             f"{self.unit_label(k)}: " + (
                 describe_states([s for s in got if s["status"] != "exited"])
                 if got is not None else f"no answer within {timeout:.1f}s (its process is "
-                                        "stuck)")
+                                        "stuck or gone)")
             for k, got in asked.items())
 
     def close(self, timeout: float) -> None:
