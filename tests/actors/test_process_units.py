@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from tests.procs import pid_alive as _alive
 
 import actorflow as af
 from actorflow.errors import TransportError, UnitLost, WaitTimeout
@@ -25,12 +26,6 @@ def slow_plan(pieces: int = 400):
     return b.build()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
 
 
 def test_sigkill_of_a_unit_is_reported_and_everything_is_cleaned():

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import pytest
+from tests.procs import pid_alive as _alive
 
 from actorflow.errors import LaunchError
 from actorflow.launcher.cli import build_parser
@@ -125,9 +126,3 @@ def test_remote_workers_stop_when_the_launcher_dies(flowlaunch, tmp_path):
     assert not any(_alive(w) for w in workers), "remote workers outlived the launcher"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False

@@ -7,16 +7,10 @@ import os
 import sys
 import time
 
+from tests.procs import pid_alive as _alive
+
 from actorflow.launcher.report import failure_table, root_cause
 from actorflow.launcher.supervisor import Supervisor
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
 
 
 def test_first_error_line_is_the_exception_of_a_traceback(tmp_path):
