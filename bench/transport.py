@@ -50,7 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _util import median_of, print_table
 
 import actorflow as af
-from actorflow.transport.cluster import NodeGroup
+from actorflow.actors.cluster import NodeGroup
 from actorflow.transport.registry import context, local_address
 
 MIB64 = 64 << 20

@@ -69,7 +69,7 @@ class Session:
         self.runtime.start()
 
     def _make_runtime(self, plan: Plan, recorder: Any) -> Any:
-        """The runtime behind this session (transport.cluster overrides it with nodes)."""
+        """The runtime behind this session (actors.cluster overrides it with nodes)."""
         return MachineRuntime(plan, recorder=recorder, on_deliver=self._on_deliver)
 
     # -- context manager ---------------------------------------------------------------

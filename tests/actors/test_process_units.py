@@ -11,8 +11,8 @@ import pytest
 from tests.procs import pid_alive as _alive
 
 import actorflow as af
+from actorflow.actors.node import MachineNode
 from actorflow.errors import TransportError, UnitLost, WaitTimeout
-from actorflow.transport.node import MachineNode
 from actorflow.transport.shm import cleanup_run, list_run_segments
 
 

@@ -9,9 +9,9 @@ import pytest
 from _plans import chain, expected, flowlaunch
 
 import actorflow as af
+from actorflow.actors.cluster import ClusterSession
 from actorflow.errors import StallError
 from actorflow.trace.tracefile import load_dump
-from actorflow.transport.cluster import ClusterSession
 
 
 def _stuck_plan() -> af.Plan:

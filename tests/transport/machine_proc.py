@@ -15,8 +15,8 @@ import sys
 
 import numpy as np
 
+from actorflow.actors.node import MachineNode
 from actorflow.plan.io import load_plan
-from actorflow.transport.node import MachineNode
 
 
 def main() -> int:

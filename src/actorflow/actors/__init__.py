@@ -1,1 +1,10 @@
-"""Actors: the pure protocol state machines, their kinds, and the runtime that hosts them."""
+"""Actors: the pure protocol state machines, their kinds, and the runtime that hosts them.
+
+- ``state`` / ``kinds`` / ``messages``: the protocol, pure (``handle(msg) -> actions``);
+  ``simulate``: the same state machines on a message queue with no threads or kernels.
+- ``runtime``: ``MachineRuntime``, thread units with inboxes, streams, executors, memory.
+- ``node``: ``MachineNode``, one machine of a run over the transport (what the launcher
+  drives); ``thread_hosting`` / ``process_hosting``: how a node runs its units (a registry
+  by name); ``process_unit``: the unit process; ``cluster``: ``ClusterSession``, every
+  machine as a node in this process (tests, benches).
+"""

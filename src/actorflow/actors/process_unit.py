@@ -1,6 +1,6 @@
 """One process unit: the actors of one ``(machine, thrd)`` in their own process.
 
-Started by the node (transport/process_hosting.py) as ``python -m
+Started by the node (actors/process_hosting.py) as ``python -m
 actorflow.actors.process_unit`` with a msgpack config on stdin (the plan as plan-file bytes:
 no pickle).  The unit attaches to the node's shared-memory regsts, binds its own ``ipc://``
 inbox and runs one loop on its main thread: messages of its own actors go through the local
@@ -45,7 +45,7 @@ class Stopped(Exception):
 
 class ProcessUnit:
     def __init__(self, cfg: dict[str, Any]) -> None:
-        from actorflow.transport.node import MachineView
+        from actorflow.actors.node import MachineView
 
         self.machine_id = mid = int(cfg["machine_id"])
         self.thrd_id = tid = int(cfg["thrd_id"])

@@ -198,7 +198,7 @@ class _Machine:
             self._close_node()
 
     def _run(self) -> int:
-        from actorflow.transport.node import MachineNode
+        from actorflow.actors.node import MachineNode
 
         cfg, client = self.cfg, self.client
         client.sync_clock()

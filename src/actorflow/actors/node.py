@@ -55,9 +55,9 @@ def unit_kinds() -> list[str]:
 def _load_kinds() -> None:
     if "process" not in _HOSTINGS:
         try:
-            import actorflow.transport.process_hosting  # noqa: F401  (registers "process")
+            import actorflow.actors.process_hosting  # noqa: F401  (registers "process")
         except ModuleNotFoundError as e:
-            if e.name != "actorflow.transport.process_hosting":
+            if e.name != "actorflow.actors.process_hosting":
                 raise
 
 
@@ -289,7 +289,7 @@ class MachineNode:
 
 
 def _register_thread() -> None:
-    from actorflow.transport.thread_hosting import ThreadHosting
+    from actorflow.actors.thread_hosting import ThreadHosting
 
     register_unit_kind("thread", ThreadHosting)
 

@@ -43,7 +43,7 @@ from actorflow.transport.bus import Router, compose_address
 from actorflow.transport.shm import ShmArena
 
 if TYPE_CHECKING:
-    from actorflow.transport.node import MachineNode
+    from actorflow.actors.node import MachineNode
 
 _ERROR_GRACE = 1.0  # s to wait for a unit's ERROR message after it exited with code 1
 
@@ -305,7 +305,7 @@ def error_from_body(body: dict) -> ActorflowError:
 
 
 def _register() -> None:
-    from actorflow.transport.node import register_unit_kind
+    from actorflow.actors.node import register_unit_kind
 
     register_unit_kind("process", ProcessHosting)
 

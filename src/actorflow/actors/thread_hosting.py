@@ -19,7 +19,7 @@ from actorflow.transport import codec
 from actorflow.transport.bus import Router
 
 if TYPE_CHECKING:
-    from actorflow.transport.node import MachineNode
+    from actorflow.actors.node import MachineNode
 
 
 class ThreadHosting:

@@ -16,10 +16,10 @@ import secrets
 import time
 from typing import Any
 
+from actorflow.actors.node import MachineNode
 from actorflow.errors import WaitTimeout
 from actorflow.plan.model import Plan
 from actorflow.session import Session
-from actorflow.transport.node import MachineNode
 from actorflow.transport.registry import local_address
 
 
