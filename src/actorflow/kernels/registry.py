@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actorflow.errors import OpError
-from actorflow.plan.model import BlobDesc
+from actorflow.kernels.blob import BlobDesc
 
 InferFn = Callable[[Mapping[str, BlobDesc], Mapping[str, Any]], dict[str, BlobDesc]]
 KernelFn = Callable[

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from actorflow.kernels.blob import BlobDesc
+
 SCHEMA_VERSION = 1
 
 # Task types (actor kinds).  The runtime registry maps each one to a state class.
@@ -17,27 +19,6 @@ TASK_TYPES = (
     "normal", "input", "source", "output", "tick", "acc", "repeat",
     "copy_h2d", "copy_d2h", "comm_net", "boxing",
 )
-
-
-@dataclass(frozen=True)
-class BlobDesc:
-    shape: tuple[int, ...]
-    dtype: str
-
-    def nbytes(self) -> int:
-        import numpy as np
-
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n * np.dtype(self.dtype).itemsize
-
-    def to_dict(self) -> dict:
-        return {"shape": list(self.shape), "dtype": self.dtype}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> BlobDesc:
-        return cls(tuple(int(x) for x in d["shape"]), str(d["dtype"]))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from actorflow.errors import OpError
-from actorflow.plan.model import BlobDesc
+from actorflow.kernels.blob import BlobDesc
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

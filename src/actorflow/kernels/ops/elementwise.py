@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from actorflow.errors import OpError
+from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.ops._infer import broadcast_shape, result_dtype, same
 from actorflow.kernels.registry import OpDef, register_op
-from actorflow.plan.model import BlobDesc
 
 
 def _unary(op_type: str, fn_name: str, doc: str) -> None:

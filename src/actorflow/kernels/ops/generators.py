@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from actorflow.errors import OpError
+from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.registry import OpDef, register_op
-from actorflow.plan.model import BlobDesc
 
 
 def _shape_dtype(attrs, default_dtype="float32"):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from actorflow.errors import OpError
+from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.ops._infer import norm_axis, result_dtype
 from actorflow.kernels.registry import OpDef, register_op
-from actorflow.plan.model import BlobDesc
 
 
 def _matmul_infer(ins, attrs):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from actorflow.errors import OpError
+from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.ops.generators import initial_variable_value
 from actorflow.kernels.registry import OpDef, register_op
-from actorflow.plan.model import BlobDesc
 
 
 def _region(shape: tuple[int, ...], attrs) -> tuple[list[int], list[int]]:

@@ -7,9 +7,9 @@ import math
 import numpy as np
 
 from actorflow.errors import OpError
+from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.ops._infer import norm_axis, result_dtype
 from actorflow.kernels.registry import OpDef, register_op
-from actorflow.plan.model import BlobDesc
 
 
 def _reshape_infer(ins, attrs):

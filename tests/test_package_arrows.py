@@ -21,8 +21,8 @@ RUNTIME = ("actorflow.actors", "actorflow.transport", "actorflow.launcher", "act
 
 # package -> (forbidden prefixes, allowed exceptions)
 RULES = {
-    "kernels": (RUNTIME + ("actorflow.frontend",), set()),
-    "plan": (RUNTIME + ("actorflow.frontend",), PURE_ACTORS),
+    "kernels": ((*RUNTIME, "actorflow.frontend", "actorflow.plan"), set()),
+    "plan": ((*RUNTIME, "actorflow.frontend"), PURE_ACTORS),
     "frontend": (RUNTIME, set()),
     "transport": (("actorflow.actors", "actorflow.launcher", "actorflow.session",
                    "actorflow.frontend"), {"actorflow.actors.messages"}),
