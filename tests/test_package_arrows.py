@@ -7,10 +7,10 @@ transport knows messages and bytes, not actors.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from tests.source_imports import module_imports
 
 import actorflow
 
@@ -29,16 +29,6 @@ RULES = {
 }
 
 
-def _imports(path: Path) -> set[str]:
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            out.add(node.module)
-        elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-    return out
-
-
 @pytest.mark.parametrize("package", sorted(RULES))
 def test_package_imports_follow_the_design_arrows(package):
     forbidden, allowed = RULES[package]
@@ -46,7 +36,7 @@ def test_package_imports_follow_the_design_arrows(package):
     assert files, f"no modules found in {package}"
     bad = {}
     for f in files:
-        wrong = {m for m in _imports(f) if m.startswith(forbidden) and m not in allowed}
+        wrong = {m for m in module_imports(f) if m.startswith(forbidden) and m not in allowed}
         if wrong:
             bad[str(f.relative_to(ROOT))] = sorted(wrong)
     assert not bad, f"{package}/ imports against DESIGN.md's arrows: {bad}"
