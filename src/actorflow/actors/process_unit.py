@@ -137,8 +137,7 @@ class ProcessUnit:
             return
         sock = self.sock
         sock.setsockopt(zmq.RCVTIMEO, 200)  # wake up to check that the node is alive
-        local, inbox, actors, stream = unit.local, unit.inbox, unit.actors, unit.stream
-        ring, timed = unit.ring, unit.timed  # trace hooks, as in ThreadUnit._loop
+        local, inbox, stream, dispatch = unit.local, unit.inbox, unit.stream, unit.dispatch
         ppid = os.getppid()
         take = self._take
         for got in self.early:
@@ -169,14 +168,7 @@ class ProcessUnit:
                 msg = take(kind, body, metas, frames) if metas or kind else Msg(*body)
                 if msg is None:
                     continue
-            host = actors.get(msg.dst)
-            if host is None:
-                raise ProtocolError(f"{self.name} got {msg!r} for a task it does not host")
-            if timed is not None:
-                timed.recv(msg)
-            elif ring is not None:
-                ring(msg)
-            unit.execute(host, host.state.handle(msg))
+            dispatch(msg)
 
     def wait_stop(self, limit: float = 60.0) -> None:
         """After an error: keep the process (and its sockets) until the node says stop."""

@@ -72,8 +72,7 @@ class ThreadUnit:
 
     def _loop(self) -> None:
         rt = self.runtime
-        local, inbox, actors = self.local, self.inbox, self.actors
-        ring, timed = self.ring, self.timed
+        local, inbox, dispatch = self.local, self.inbox, self.dispatch
         while self.live > 0:
             if local:
                 msg = local.popleft()
@@ -93,14 +92,18 @@ class ThreadUnit:
                         continue
                 if msg is _STOP:
                     return
-            host = actors.get(msg.dst)
-            if host is None:
-                raise ProtocolError(f"unit {self.name} got {msg!r} for a task it does not host")
-            if timed is not None:
-                timed.recv(msg)
-            elif ring is not None:
-                ring(msg)
-            self.execute(host, host.state.handle(msg))
+            dispatch(msg)
+
+    def dispatch(self, msg: Msg) -> None:
+        """Hand one message to its actor and execute what it returns (every unit's loop)."""
+        host = self.actors.get(msg.dst)
+        if host is None:
+            raise ProtocolError(f"unit {self.name} got {msg!r} for a task it does not host")
+        if self.timed is not None:
+            self.timed.recv(msg)
+        elif self.ring is not None:
+            self.ring(msg)
+        self.execute(host, host.state.handle(msg))
 
     def _drain_stream(self) -> None:
         timed = self.timed

@@ -47,19 +47,24 @@ def load_target(path: str | Path, machines: int = 1) -> Plan:
         fn = getattr(mod, "build_plan", None)
         if fn is None:
             return _compile_job_file(mod, path, machines)
-        kwargs = {"machines": machines} if "machines" in inspect.signature(fn).parameters else {}
-        try:
-            plan = fn(**kwargs)
-        except ActorflowError:
-            raise
-        except Exception as e:
-            raise LaunchError(f"{path}: build_plan(machines={machines}) failed: "
-                              f"{type(e).__name__}: {e}") from e
+        plan = _call_builder(fn, "build_plan", path, machines)
         if not isinstance(plan, Plan):
             raise LaunchError(f"{path}: build_plan returned {type(plan).__name__}, not a Plan")
         plan.validate()
         return plan
     return load_plan(path)
+
+
+def _call_builder(fn: Any, name: str, path: Path, machines: int) -> Any:
+    """Call a job file's ``build_plan``/``build_job``; its own errors name the file."""
+    kwargs = {"machines": machines} if "machines" in inspect.signature(fn).parameters else {}
+    try:
+        return fn(**kwargs)
+    except ActorflowError:
+        raise
+    except Exception as e:
+        raise LaunchError(f"{path}: {name}(machines={machines}) failed: "
+                          f"{type(e).__name__}: {e}") from e
 
 
 def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
@@ -73,14 +78,7 @@ def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
     job = getattr(mod, "job", None)
     fn = getattr(mod, "build_job", None)
     if callable(fn):
-        kwargs = {"machines": machines} if "machines" in inspect.signature(fn).parameters else {}
-        try:
-            job = fn(**kwargs)
-        except ActorflowError:
-            raise
-        except Exception as e:
-            raise LaunchError(f"{path}: build_job(machines={machines}) failed: "
-                              f"{type(e).__name__}: {e}") from e
+        job = _call_builder(fn, "build_job", path, machines)
     if not isinstance(job, Job):
         raise LaunchError(f"{path}: a job file must define build_plan(machines), "
                           "build_job(machines) returning an af.Job, or a module-level af.Job "
