@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from actorflow.actors.messages import Act, Msg
+from actorflow.protocol.messages import Act, Msg
 
 
 class Recorder:

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import actorflow as af
-import actorflow.actors.simulate as sim
-from actorflow.actors.messages import ACK, READY, Msg
+import actorflow.protocol.simulate as sim
+from actorflow.protocol.messages import ACK, READY, Msg
 
 UNARY = {
     "relu": lambda x: np.maximum(x, 0),

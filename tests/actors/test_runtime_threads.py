@@ -13,8 +13,8 @@ import pytest
 from _recorder import Recorder
 
 import actorflow as af
-from actorflow.actors.messages import ACK, EORD, READY
 from actorflow.errors import KernelError, WaitTimeout
+from actorflow.protocol.messages import ACK, EORD, READY
 
 STAGES = 3
 PIECES = 6

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import actorflow as af
-from actorflow.actors.messages import ACK
+from actorflow.protocol.messages import ACK
 
 ROOT = Path(__file__).resolve().parents[2]
 

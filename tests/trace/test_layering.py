@@ -8,7 +8,7 @@ from tests.source_imports import module_imports
 
 import actorflow.trace as trace_pkg
 
-PURE = {"actorflow.actors.state", "actorflow.actors.kinds", "actorflow.actors.messages"}
+PURE = {"actorflow.protocol.state", "actorflow.protocol.kinds", "actorflow.protocol.messages"}
 RUNTIME = ("actorflow.actors", "actorflow.transport", "actorflow.launcher", "actorflow.session")
 
 

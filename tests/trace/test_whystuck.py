@@ -8,8 +8,8 @@ import pytest
 from _plans import drop_one, fed_chain, flowlaunch, flowlaunch_json
 
 import actorflow as af
-from actorflow.actors.messages import ACK, EORD
 from actorflow.errors import KernelError, StallError
+from actorflow.protocol.messages import ACK, EORD
 from actorflow.trace.tracefile import load_dump
 from actorflow.trace.whystuck import analyze
 

@@ -10,10 +10,10 @@ import pytest
 import zmq
 
 import actorflow as af
-from actorflow.actors.messages import ACK, READY, Msg
 from actorflow.actors.node import MachineNode
 from actorflow.errors import ProtocolError, TransportError
 from actorflow.plan.model import BlobDesc, RegstDesc
+from actorflow.protocol.messages import ACK, READY, Msg
 from actorflow.transport import codec, registry
 from actorflow.transport.bus import Outbox, Router, compose_address, split_address
 from actorflow.transport.shm import ShmArena, ShmAttach, cleanup_run, list_run_segments

@@ -1,7 +1,5 @@
-"""Actors: the pure protocol state machines, their kinds, and the runtime that hosts them.
+"""Actors: the runtime that hosts the protocol's state machines (``actorflow.protocol``).
 
-- ``state`` / ``kinds`` / ``messages``: the protocol, pure (``handle(msg) -> actions``);
-  ``simulate``: the same state machines on a message queue with no threads or kernels.
 - ``runtime``: ``MachineRuntime``, thread units with inboxes, streams, executors, memory.
 - ``node``: ``MachineNode``, one machine of a run over the transport (what the launcher
   drives); ``thread_hosting`` / ``process_hosting``: how a node runs its units (a registry

@@ -10,11 +10,11 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from actorflow.actors.messages import Act
-from actorflow.actors.state import ActorState
 from actorflow.errors import KernelError
 from actorflow.kernels.registry import KernelContext, get_op
 from actorflow.plan.model import Task
+from actorflow.protocol.messages import Act
+from actorflow.protocol.state import ActorState
 
 if TYPE_CHECKING:
     from actorflow.actors.runtime import MachineRuntime

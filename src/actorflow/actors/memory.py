@@ -26,7 +26,7 @@ class HostAllocator:
 
     def allocate(self, desc: RegstDesc) -> Slots:
         if desc.mem_case.startswith("cuda"):
-            from actorflow.actors.cuda_stream import allocate_device
+            from actorflow.streams.cuda import allocate_device
 
             idx = int(desc.mem_case.partition(":")[2] or 0)
             return [{name: allocate_device(b.shape, b.dtype, idx) for name, b in

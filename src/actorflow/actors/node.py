@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import zmq
 
-from actorflow.actors.messages import CMD, Msg, cmd
 from actorflow.errors import ActorflowError, TransportError, WaitTimeout
 from actorflow.plan.model import Plan, RegstDesc, Task
+from actorflow.protocol.messages import CMD, Msg, cmd
 from actorflow.transport import codec
 from actorflow.transport.bus import Outbox, Router, split_address
 from actorflow.transport.registry import bind, context

@@ -26,9 +26,7 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 
 from actorflow import errors
-from actorflow.actors.messages import READY, Msg, cmd
 from actorflow.actors.process_unit import CONFIG_VERSION
-from actorflow.actors.state import describe_states
 from actorflow.errors import (
     ActorflowError,
     KernelError,
@@ -38,6 +36,8 @@ from actorflow.errors import (
     WaitTimeout,
 )
 from actorflow.plan.io import plan_to_bytes
+from actorflow.protocol.messages import READY, Msg, cmd
+from actorflow.protocol.state import describe_states
 from actorflow.transport import codec
 from actorflow.transport.bus import Router, compose_address
 from actorflow.transport.shm import ShmArena

@@ -23,13 +23,13 @@ from typing import Any
 import msgpack
 import zmq
 
-from actorflow.actors.messages import CMD, Msg
 from actorflow.actors.runtime import MachineRuntime
-from actorflow.actors.state import EXITED
 from actorflow.actors.unit_status import StatusResponder
 from actorflow.errors import ActorflowError, KernelError, ProtocolError
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Task
+from actorflow.protocol.messages import CMD, Msg
+from actorflow.protocol.state import EXITED
 from actorflow.trace.recorder import Recorder
 from actorflow.transport import codec
 from actorflow.transport.bus import Outbox, Router

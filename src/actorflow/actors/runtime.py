@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from actorflow.actors.executors import ActorHost
-from actorflow.actors.kinds import make_state
 from actorflow.actors.memory import Allocator, HostAllocator
-from actorflow.actors.messages import Act, Exit, Msg, cmd
-from actorflow.actors.state import describe_states
-from actorflow.actors.stream import make_stream
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
 from actorflow.plan.model import Plan, Task
+from actorflow.protocol.kinds import make_state
+from actorflow.protocol.messages import Act, Exit, Msg, cmd
+from actorflow.protocol.state import describe_states
+from actorflow.streams.stream import make_stream
 
 _STOP = object()
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from actorflow.actors.messages import READY, Msg
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.errors import ProtocolError, TransportError
+from actorflow.protocol.messages import READY, Msg
 from actorflow.transport import codec
 from actorflow.transport.bus import Router
 

@@ -37,7 +37,7 @@ def _validate(plan: Plan, source: str, progress: bool) -> None:
         raise _fail(source, "; ".join(errs[:5]) + more)
     _check_cycles(plan, source)
     if progress:
-        from actorflow.actors.simulate import check_progress  # pure state machines only
+        from actorflow.protocol.simulate import check_progress  # pure state machines only
 
         check_progress(plan, source)
 

@@ -13,6 +13,6 @@ Reading (``flowlaunch trace ...``):
 
 Dependency rule: this package imports nothing of the runtime (records are plain data; the
 runtime calls into a recorder and hands over plain dicts).  The one exception is
-``replay.py``, which imports the *pure* actor state machine (``actors.state``/``kinds``/
+``replay.py``, which imports the *pure* actor state machine (``protocol.state``/``kinds``/
 ``messages``: no threads, sockets or kernels) to replay a recording through it.
 """

@@ -11,7 +11,7 @@ Row layouts (``t`` is ``time.perf_counter_ns()`` of the recording process):
     ACT_BEGIN     [code, t, task, act_id, piece, [[desc, slot], ...] reads, ... writes]
     ACT_END       [code, t, task, act_id, piece]
 
-Message ``type`` is 0 READY, 1 ACK, 2 EORD, 3 CMD (``actors.messages``; repeated here so
+Message ``type`` is 0 READY, 1 ACK, 2 EORD, 3 CMD (``protocol.messages``; repeated here so
 this package imports nothing of the runtime).
 """
 

@@ -2,7 +2,7 @@
 what it would do with what the recording says it did.
 
 This is the one module of ``trace`` that imports actor code, and only the pure part
-(``actors.kinds`` / ``actors.state`` / ``actors.messages``: no threads, sockets or
+(``protocol.kinds`` / ``protocol.state`` / ``protocol.messages``: no threads, sockets or
 kernels).  The runtime executes a state machine's actions in order and calls
 ``act_done(act)`` when the stream reports the act complete, which the recording marks with
 ACT_END; so, for one actor, the recorded SEND and ACT_BEGIN events must equal, one for one,
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actorflow.actors.kinds import make_state
-from actorflow.actors.messages import MSG_TYPE_NAMES, Act, Exit, Msg
 from actorflow.errors import ActorflowError, TraceError
+from actorflow.protocol.kinds import make_state
+from actorflow.protocol.messages import MSG_TYPE_NAMES, Act, Exit, Msg
 from actorflow.trace.events import (
     ACT_BEGIN,
     ACT_END,

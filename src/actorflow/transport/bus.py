@@ -16,8 +16,8 @@ from typing import Any
 
 import zmq
 
-from actorflow.actors.messages import READY, Msg
 from actorflow.errors import ProtocolError, TransportError
+from actorflow.protocol.messages import READY, Msg
 from actorflow.transport import codec
 from actorflow.transport.registry import connect, context
 

@@ -10,8 +10,8 @@ import importlib.util
 
 import pytest
 
-from actorflow.actors.stream import make_stream
 from actorflow.errors import ActorflowError
+from actorflow.streams.stream import make_stream
 
 HAVE_CUPY = importlib.util.find_spec("cupy") is not None
 

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from actorflow.actors.kinds import make_state
-from actorflow.actors.messages import Act, Exit, Msg, cmd
-from actorflow.actors.state import ActorState, describe_wait
 from actorflow.errors import PlanValidationError, ProtocolError
-from actorflow.plan.model import Plan
+from actorflow.protocol.kinds import make_state
+from actorflow.protocol.messages import Act, Exit, Msg, cmd
+from actorflow.protocol.state import ActorState, describe_wait
+from actorflow.protocol.task import PlanView as Plan
 
 
 @dataclass

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorflow.actors.messages import Act, Msg
-from actorflow.actors.state import RUNNING, ActorState
 from actorflow.errors import ProtocolError
-from actorflow.plan.model import Task
+from actorflow.protocol.messages import Act, Msg
+from actorflow.protocol.state import RUNNING, ActorState
+from actorflow.protocol.task import TaskView as Task
 
 _KINDS: dict[str, type[ActorState]] = {}
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from _proto import ack, actor, acts_of, eord, norm, ready
 
-from actorflow.actors.messages import Msg, cmd
-from actorflow.actors.state import EXITED, RUNNING, ZOMBIE
 from actorflow.errors import ProtocolError
+from actorflow.protocol.messages import Msg, cmd
+from actorflow.protocol.state import EXITED, RUNNING, ZOMBIE
 
 
 def normal(register_num: int = 1, consumers=(3,), inputs=(10,)):

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorflow.actors.kinds import make_state
-from actorflow.actors.messages import ACK, EORD, MSG_TYPE_NAMES, READY, Act, Exit, Msg
-from actorflow.actors.state import ActorState
 from actorflow.plan.model import BlobDesc, RegstDesc, Task
+from actorflow.protocol.kinds import make_state
+from actorflow.protocol.messages import ACK, EORD, MSG_TYPE_NAMES, READY, Act, Exit, Msg
+from actorflow.protocol.state import ActorState
 
 BLOB = {"out": BlobDesc((1,), "float32")}
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from actorflow.actors.messages import ACK, CMD, EORD, READY, Act, Exit, Msg
 from actorflow.errors import ProtocolError
-from actorflow.plan.model import Task
+from actorflow.protocol.messages import ACK, CMD, EORD, READY, Act, Exit, Msg
+from actorflow.protocol.task import TaskView as Task
 
 RUNNING, ZOMBIE, EXITED = "running", "zombie", "exited"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from _proto import ack, actor, acts_of, eord, make_task, norm, ready
 
-from actorflow.actors.kinds import kind_names, make_state
-from actorflow.actors.messages import cmd
-from actorflow.actors.state import EXITED, ZOMBIE
 from actorflow.errors import ProtocolError
+from actorflow.protocol.kinds import kind_names, make_state
+from actorflow.protocol.messages import cmd
+from actorflow.protocol.state import EXITED, ZOMBIE
 
 
 def test_every_task_type_has_a_kind_and_unknown_types_list_them():

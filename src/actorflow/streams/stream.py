@@ -59,7 +59,7 @@ def make_stream(mem_case: str = "host") -> Stream:
     device, _, idx = mem_case.partition(":")
     device = "cpu" if device in ("host", "cpu") else device
     if device not in _STREAMS and device == "cuda":
-        from actorflow.actors import cuda_stream  # noqa: F401  (registers itself; needs CuPy)
+        from actorflow.streams import cuda  # noqa: F401  (registers itself; needs CuPy)
     try:
         factory = _STREAMS[device]
     except KeyError:

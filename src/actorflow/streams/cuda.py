@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from actorflow.actors.stream import Stream, register_stream
 from actorflow.errors import ActorflowError
+from actorflow.streams.stream import Stream, register_stream
 
 
 def import_cupy() -> Any:
