@@ -117,3 +117,7 @@ class TraceError(ActorflowError):
 
 class StallError(WaitTimeout):
     """The watchdog saw no progress for ``stall_timeout`` seconds; names the stuck actors."""
+
+
+class RegistryError(FatalError, LookupError):
+    """A name registered twice, or looked up but never registered (lists the known ones)."""

@@ -1,0 +1,55 @@
+"""One registry class for every pluggable piece: kinds, executors, streams, schemes, ops.
+
+Adding a piece is one registration; registering a name twice is a ``RegistryError`` (a
+silent overwrite would make the last import win), and looking up an unknown name is a
+``RegistryError`` that lists the known names.  Like ``errors``, this module imports
+nothing of actorflow but ``errors``, so every package may use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+from actorflow.errors import RegistryError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Named entries of one kind; ``what`` names the kind in errors ("task type", ...)."""
+
+    def __init__(self, what: str, loader: Callable[[], None] | None = None) -> None:
+        self.what = what
+        self._entries: dict[str, T] = {}
+        self._loader = loader  # imports the built-in entries on first lookup
+
+    def register(self, name: str, entry: T) -> T:
+        if name in self._entries:
+            raise RegistryError(f"{self.what} '{name}' is registered twice")
+        self._entries[name] = entry
+        return entry
+
+    def get(self, name: str) -> T:
+        self._load()
+        try:
+            return self._entries[name]
+        except KeyError:
+            known = ", ".join(sorted(self._entries)) or "(none)"
+            raise RegistryError(f"unknown {self.what} '{name}'; known: {known}") from None
+
+    def __contains__(self, name: object) -> bool:
+        self._load()
+        return name in self._entries
+
+    def names(self) -> list[str]:
+        self._load()
+        return sorted(self._entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def _load(self) -> None:
+        if self._loader is not None:
+            loader, self._loader = self._loader, None
+            loader()
