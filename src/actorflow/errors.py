@@ -103,6 +103,14 @@ class TransportError(ActorflowError):
     """A socket, address or codec problem; raised from the underlying cause."""
 
 
+class MessageRejected(TransportError):
+    """A received message broke a transport limit or could not be decoded (names the peer)."""
+
+
+class CommClosed(TransportError):
+    """A Comm or Listener was used after it was closed."""
+
+
 class UnitLost(TransportError):
     """An execution unit (a unit process) died mid-run; names the unit, machine and signal."""
 

@@ -1,4 +1,7 @@
-"""The data-plane parts on their own: scheme registry, codec, bus routing, shm, node wiring."""
+"""The data-plane parts on their own: codec, actor routing, shm, node wiring.
+
+(The Comm/Listener contract over every scheme is ``test_comm_contract.py``.)
+"""
 
 from __future__ import annotations
 
@@ -7,80 +10,37 @@ import socket
 import msgpack
 import numpy as np
 import pytest
-import zmq
 
 import actorflow as af
+from actorflow.actors import unit_wire as uw
 from actorflow.actors.node import MachineNode
+from actorflow.actors.routing import Router, compose_address, split_address
 from actorflow.errors import ProtocolError, TransportError
-from actorflow.plan.model import BlobDesc, RegstDesc
 from actorflow.protocol.messages import ACK, READY, Msg
-from actorflow.transport import codec, registry
-from actorflow.transport.bus import Outbox, Router, compose_address, split_address
+from actorflow.transport import Outbox, codec, listen
+from actorflow.transport.registry import local_address
 from actorflow.transport.shm import ShmArena, ShmAttach, cleanup_run, list_run_segments
 
 
-@pytest.fixture
-def pull():
-    s = registry.context().socket(zmq.PULL)
-    yield s
-    s.close(linger=0)
-
-
-# -- registry -------------------------------------------------------------------------
-def test_unknown_scheme_lists_known_ones(pull):
-    with pytest.raises(TransportError, match=r"udp://x.*known: inproc://, ipc://, tcp://"):
-        registry.bind(pull, "udp://x")
-    with pytest.raises(TransportError, match="unknown transport scheme"):
-        registry.get_backend("no-scheme-here")
-
-
-def test_tcp_port_zero_picks_a_free_port_and_busy_port_names_the_address(pull):
-    addr = registry.bind(pull, "tcp://127.0.0.1:0")
-    port = int(addr.rsplit(":", 1)[1])
-    assert port > 0
-    other = registry.context().socket(zmq.PULL)
+def test_tcp_port_zero_picks_a_free_port_and_busy_port_names_the_address():
+    ln = listen("tcp://127.0.0.1:0")
     try:
+        port = int(ln.address.rsplit(":", 1)[1])
+        assert port > 0
         with pytest.raises(TransportError, match=f"cannot bind tcp://127.0.0.1:{port}"):
-            registry.bind(other, addr)
+            listen(ln.address)
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass  # really listening
     finally:
-        other.close(linger=0)
-    with socket.create_connection(("127.0.0.1", port), timeout=2):
-        pass  # really listening
-
-
-def test_bad_addresses_are_named(pull):
-    with pytest.raises(TransportError, match="expected tcp://HOST:PORT"):
-        registry.bind(pull, "tcp://nohostport")
+        ln.close()
     with pytest.raises(TransportError, match="ipc path longer"):
-        registry.bind(pull, "ipc:///tmp/" + "x" * 200)
-    with pytest.raises(TransportError, match="cannot connect to tcp://"):
-        registry.connect(pull, "tcp://not a host:1")
-
-
-@pytest.mark.parametrize("scheme", ["inproc", "ipc", "tcp"])
-def test_every_scheme_carries_frames_in_order(pull, scheme):
-    addr = registry.bind(pull, registry.local_address(scheme, "t"))
-    out = Outbox("test")
-    try:
-        arr = np.arange(100_000, dtype=np.float32)
-        for i in range(200):
-            out.send(addr, codec.encode(codec.MSG, Msg(READY, 1, 2, 3, 0, i, i).header(),
-                                        [("a", arr + i)] if i % 50 == 0 else []))
-        for i in range(200):
-            assert pull.poll(5000)
-            kind, body, metas, frames = codec.recv(pull)
-            m = Msg(*body)
-            assert (kind, m.piece_id, m.seq) == (codec.MSG, i, i)
-            if i % 50 == 0:
-                np.testing.assert_array_equal(codec.arrays_of(metas, frames)["a"], arr + i)
-    finally:
-        out.close(0)
+        listen("ipc:///tmp/" + "x" * 200)
 
 
 # -- codec ----------------------------------------------------------------------------
 def test_codec_writes_into_preallocated_memory_and_checks_shapes():
     src = {"x": np.arange(12, dtype=np.int32).reshape(3, 4), "y": np.ones(2)}
-    frames = codec.encode(codec.MSG, [0], list(src.items()))
+    frames = codec.encode(uw.MSG, [0], list(src.items()))
     assert frames[1] is src["x"]  # no copy on the send side
     _, _, metas = codec.decode_head(frames[0])
     dst = {"x": np.zeros((3, 4), np.int32), "y": np.zeros(2)}
@@ -100,9 +60,10 @@ def test_codec_rejects_other_wire_versions_and_garbage():
         codec.decode_head(b"\xc1garbage")
 
 
-# -- bus --------------------------------------------------------------------------------
-def test_router_attaches_blobs_only_to_ready_leaving_the_machine(pull):
-    addr = registry.bind(pull, registry.local_address("inproc", "r"))
+# -- routing --------------------------------------------------------------------------
+def test_router_attaches_blobs_only_to_ready_leaving_the_machine():
+    inbox = listen(local_address("inproc", "r"))
+    addr = inbox.address
     mem = {5: [{"out": np.full(3, 7.0)}, {"out": np.full(3, 9.0)}]}
     out = Outbox("test")
     r = Router(0, {1: (0, 0), 2: (1, 0), 3: (0, 1)}, out, mem, {1: addr}, {(0, 1): addr})
@@ -112,11 +73,11 @@ def test_router_attaches_blobs_only_to_ready_leaving_the_machine(pull):
         r.send(Msg(READY, 1, 3, 5, 0, 0))  # same machine, other unit: slot only
         sizes = []
         for _ in range(3):
-            _, _, metas, frames = codec.recv(pull)
-            sizes.append(len(frames))
-            if frames:
-                np.testing.assert_array_equal(codec.arrays_of(metas, frames)["out"],
-                                              np.full(3, 9.0))
+            m = inbox.recv(5.0)
+            assert m is not None and m.kind == uw.MSG
+            sizes.append(len(m.frames))
+            if m.frames:
+                np.testing.assert_array_equal(m.arrays()["out"], np.full(3, 9.0))
         assert sizes == [1, 0, 0]
         with pytest.raises(ProtocolError, match="no route to task 42"):
             r.send(Msg(ACK, 1, 42, 5, 0, 0))
@@ -124,30 +85,30 @@ def test_router_attaches_blobs_only_to_ready_leaving_the_machine(pull):
             Router(0, {9: (2, 0)}, out, mem).send(Msg(ACK, 1, 9, 5, 0, 0))
     finally:
         out.close(0)
+        inbox.close()
 
 
 # -- shm ------------------------------------------------------------------------------
 def test_shm_slots_are_shared_between_creator_and_attacher():
-    desc = RegstDesc(3, 0, [1], 3, {"a": BlobDesc((5, 7), "float32"),
-                                    "b": BlobDesc((3,), "int64")})
+    blobs = {"a": ((5, 7), "float32"), "b": ((3,), "int64")}
     arena = ShmArena("unit1test", 0)
     try:
-        slots = arena.create(desc)
+        slots = arena.create(3, 3, blobs)
         assert list_run_segments("unit1test") == ["actorflowunit1test_m0_d3"]
-        other = ShmAttach("unit1test", 0).allocate(desc)
+        other = ShmAttach("unit1test", 0).attach(3, 3, blobs)
         slots[2]["a"][...] = 4.5
         slots[1]["b"][...] = [1, 2, 3]
         np.testing.assert_array_equal(other[2]["a"], np.full((5, 7), 4.5, np.float32))
         np.testing.assert_array_equal(other[1]["b"], [1, 2, 3])
         assert not other[0]["a"].any()  # slots do not overlap
         with pytest.raises(TransportError, match="cannot create shared-memory segment"):
-            arena.create(desc)  # exists already
+            arena.create(3, 3, blobs)  # exists already
     finally:
         arena.unlink()
     assert list_run_segments("unit1test") == []
     with pytest.raises(TransportError, match="cannot attach"):
-        ShmAttach("unit1test", 0).allocate(desc)
-    with pytest.raises(ValueError, match="needs a run id"):
+        ShmAttach("unit1test", 0).attach(3, 3, blobs)
+    with pytest.raises(TransportError, match="needs a run id"):
         cleanup_run("")
 
 
@@ -191,30 +152,3 @@ def test_machine_address_lists_unit_processes_that_receive_directly():
         node.close()
 
 
-@pytest.mark.parametrize("scheme", ["ipc", "tcp"])
-def test_outbox_keeps_each_senders_order_when_threads_share_a_socket(pull, scheme):
-    import threading
-
-    addr = registry.bind(pull, registry.local_address(scheme, "fifo"))
-    out = Outbox("fifo")
-    n, senders = 1500, 4
-
-    def run(src: int) -> None:
-        for i in range(n):
-            out.send(addr, codec.encode(codec.MSG, Msg(ACK, src, 0, 1, 0, i, i).header()))
-
-    threads = [threading.Thread(target=run, args=(s,), name=f"sender{s}") for s in range(senders)]
-    try:
-        for t in threads:
-            t.start()
-        seen = dict.fromkeys(range(senders), 0)
-        for _ in range(n * senders):
-            assert pull.poll(5000)
-            m = Msg(*codec.recv(pull)[1])
-            assert m.seq == seen[m.src], f"sender {m.src}: got seq {m.seq}, expected {seen[m.src]}"
-            seen[m.src] += 1
-        assert seen == dict.fromkeys(range(senders), n)
-    finally:
-        for t in threads:
-            t.join(10)
-        out.close(0)

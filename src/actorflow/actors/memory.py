@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from actorflow.plan.model import RegstDesc
+from actorflow.transport.shm import ShmAttach
 
 Slots = list[dict[str, Any]]
 
@@ -38,3 +39,21 @@ class HostAllocator:
 
     def close(self) -> None:
         pass
+
+
+def shm_blobs(desc: RegstDesc) -> dict[str, tuple[tuple[int, ...], str]]:
+    """A desc's blobs as the plain shapes/dtypes shared memory is laid out by."""
+    return {name: (tuple(b.shape), str(b.dtype)) for name, b in desc.blobs.items()}
+
+
+class ShmAllocator:
+    """A unit process's regsts: the node's shared-memory segment of each desc, attached."""
+
+    def __init__(self, run_id: str, machine_id: int) -> None:
+        self._attach = ShmAttach(run_id, machine_id)
+
+    def allocate(self, desc: RegstDesc) -> Slots:
+        return self._attach.attach(desc.regst_desc_id, desc.register_num, shm_blobs(desc))
+
+    def close(self) -> None:
+        self._attach.close()

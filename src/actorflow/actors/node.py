@@ -29,14 +29,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-import zmq
 
-from actorflow.errors import ActorflowError, TransportError, WaitTimeout
+from actorflow.actors import unit_wire as uw
+from actorflow.actors.routing import Router, split_address
+from actorflow.errors import ActorflowError, MessageRejected, TransportError, WaitTimeout
 from actorflow.plan.model import Plan, RegstDesc, Task
-from actorflow.protocol.messages import CMD, Msg, cmd
-from actorflow.transport import codec
-from actorflow.transport.bus import Outbox, Router, split_address
-from actorflow.transport.registry import bind, context
+from actorflow.protocol.messages import Msg, cmd
+from actorflow.transport.comm import Listener, listen
+from actorflow.transport.outbox import Outbox
+from actorflow.transport.registry import tcp_address
+from actorflow.transport.security import Security
 
 Deliver = Callable[[Task | None, int, dict], None]
 _HOSTINGS: dict[str, Callable[[MachineNode], Any]] = {}
@@ -89,16 +91,15 @@ class MachineView:
         self.producer_of = {i: d.producer_task_id for i, d in self.descs.items()}
         self.units = sorted({(t.machine_id, t.thrd_id) for t in self.tasks})
 
-    def unit_of(self, task_id: int) -> tuple[int, int]:
-        return self.routing[task_id]
-
 
 class MachineNode:
     """One machine's actors (on thread or process units) plus its data-plane socket."""
 
     def __init__(self, plan: Plan, machine_id: int, unit: str = "thread",
                  run_id: str | None = None, recorder: Any = None,
-                 on_deliver: Deliver | None = None, timeout: float = 30.0) -> None:
+                 on_deliver: Deliver | None = None, timeout: float = 30.0,
+                 security: Security | None = None) -> None:
+        """``security``: how every socket of this machine authenticates (transport's hook)."""
         _load_kinds()
         if unit not in _HOSTINGS:
             raise TransportError(f"unknown unit kind '{unit}'; known: {', '.join(unit_kinds())}")
@@ -115,11 +116,12 @@ class MachineNode:
         self.machine_addrs: dict[int, str] = {}
         self._error: BaseException | None = None
         self._lock = threading.Lock()
-        self._sock: zmq.Socket | None = None
+        self.security = security
+        self._inbox: Listener | None = None
         self._rx: threading.Thread | None = None
         self._rx_stop = threading.Event()
         self._closed = False
-        self.outbox = Outbox(self.name)
+        self.outbox = Outbox(self.name, security=security)
         self.hosting = _HOSTINGS[unit](self)
         self.router: Router = self.hosting.router
 
@@ -133,19 +135,18 @@ class MachineNode:
         ``host`` is advertised as is: give an address the other machines can reach (the
         launcher picks the interface that routes to the master), not ``0.0.0.0``.
         """
-        if self._sock is not None:
+        if self._inbox is not None:
             return self.address  # type: ignore[return-value]
-        sock = context().socket(zmq.PULL)
-        sock.setsockopt(zmq.RCVHWM, 0)
-        sock.setsockopt(zmq.LINGER, 0)
+        inbox = listen(address or tcp_address(host, 0), security=self.security,
+                       name=f"{self.name} data plane")
         try:
-            self.address = bind(sock, address or f"tcp://{host}:0")
             for extra in self.hosting.extra_binds():
-                bind(sock, extra)
+                inbox.also_listen(extra)
         except BaseException:
-            sock.close()
+            inbox.close()
             raise
-        self._sock = sock
+        self._inbox = inbox
+        self.address = inbox.address
         self._rx = threading.Thread(target=self._rx_main, daemon=True,
                                     name=f"actorflow-m{self.machine_id}-rx")
         self._rx.start()
@@ -168,7 +169,7 @@ class MachineNode:
                 self.outbox.connect(a)
 
     def start(self) -> None:
-        if self._sock is None:
+        if self._inbox is None:
             self.bind()
         self.hosting.start()
 
@@ -194,7 +195,7 @@ class MachineNode:
             self.hosting.command(msg)
         else:
             addr, _ = self.router.where(msg.dst)
-            self.outbox.send(addr, codec.encode(codec.MSG, msg.header(), arrays))
+            self.router.send_to(addr, uw.MSG, msg.header(), arrays)
 
     # -- state -------------------------------------------------------------------------
     @property
@@ -245,8 +246,8 @@ class MachineNode:
             self._rx_stop.set()
             if self._rx is not None:
                 self._rx.join(timeout)
-            if self._sock is not None:
-                self._sock.close(linger=0)
+            if self._inbox is not None:
+                self._inbox.close()
             self.outbox.close(linger_ms=0 if failed else 2000)
 
     def _check(self) -> None:
@@ -257,31 +258,30 @@ class MachineNode:
 
     # -- receiving ---------------------------------------------------------------------
     def _rx_main(self) -> None:
-        sock = self._sock
-        assert sock is not None
+        """The node's receiver: messages from other machines and from its unit processes."""
+        inbox = self._inbox
+        assert inbox is not None
         hosting = self.hosting
-        sock.setsockopt(zmq.RCVTIMEO, 100)  # a blocking recv, woken to check _rx_stop
+        recv = inbox.recv
         while not self._rx_stop.is_set():
             try:
-                try:  # no zmq.Again + poll per message: one recv call
-                    kind, body, metas, frames = codec.recv(sock)
-                except zmq.Again:
-                    continue
-                if kind == codec.MSG:
-                    msg = Msg(*body)
-                    if metas and msg.type == CMD:
-                        hosting.push_feed(msg.dst, codec.arrays_of(metas, frames))
-                    else:
-                        hosting.incoming(msg, metas, frames)
+                m = recv(0.1)  # a blocking recv, woken to check _rx_stop
+            except MessageRejected as e:
+                self.fail(e)
+                continue
+            except TransportError as e:  # the socket itself failed (or was closed)
+                if not self._rx_stop.is_set():
+                    self.fail(e)
+                return
+            if m is None:
+                continue
+            try:
+                if m.kind == uw.MSG:
+                    hosting.incoming(m)
                 else:
-                    hosting.unit_message(kind, body, metas, frames)
+                    hosting.unit_message(m)
             except ActorflowError as e:
                 self.fail(e)
-            except zmq.ZMQError as e:
-                if self._rx_stop.is_set():
-                    return
-                self.fail(TransportError(f"{self.name}: receive failed on {self.address}: {e}"))
-                return
             except Exception as e:  # a bug: still fail the run loudly
                 err = TransportError(f"{self.name}: receiver crashed: {type(e).__name__}: {e}")
                 err.__cause__ = e

@@ -4,8 +4,9 @@ The node creates one shared-memory segment per regst desc of the machine (plus r
 buffers for remote inputs), spawns ``python -m actorflow.actors.process_unit`` per unit
 with a msgpack config on stdin, and waits for each unit's HELLO.  Units talk to each other
 directly over ``ipc://`` (slot numbers only) and to other machines over their ``tcp://``
-addresses (READY with blobs).  Incoming cross-machine READYs land in this process: their
-blobs are copied into the shared receive buffer, then the header goes on to the unit.
+addresses (READY with blobs).  A cross-machine READY sent to the node itself lands here
+(``landing.land``: blobs into the shared receive buffer), then the header goes on to the
+unit.
 
 A monitor thread watches the unit processes: one that dies before finishing fails the node
 with ``UnitLost`` naming the unit, machine, pid and signal; ``close`` stops every unit
@@ -21,12 +22,16 @@ import sys
 import tempfile
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgpack
 
 from actorflow import errors
+from actorflow.actors import unit_wire as uw
+from actorflow.actors.landing import land
+from actorflow.actors.memory import shm_blobs
 from actorflow.actors.process_unit import CONFIG_VERSION
+from actorflow.actors.routing import Router, compose_address
 from actorflow.errors import (
     ActorflowError,
     KernelError,
@@ -36,10 +41,9 @@ from actorflow.errors import (
     WaitTimeout,
 )
 from actorflow.plan.io import plan_to_bytes
-from actorflow.protocol.messages import READY, Msg, cmd
+from actorflow.protocol.messages import Msg, cmd
 from actorflow.protocol.state import describe_states
-from actorflow.transport import codec
-from actorflow.transport.bus import Router, compose_address
+from actorflow.transport.comm import Message
 from actorflow.transport.shm import ShmArena
 
 if TYPE_CHECKING:
@@ -61,11 +65,9 @@ class ProcessHosting:
         self.ctl_addrs = {k: f"ipc://{self.tmpdir}/u{k[1]}-ctl.ipc" for k in view.units}
         self.arena = ShmArena(node.run_id, self.mid)
         try:
-            for t in view.tasks:
-                for d in t.produced.values():
-                    self.arena.create(d)
-            for d in view.remote_descs.values():
-                self.arena.create(d)
+            descs = [d for t in view.tasks for d in t.produced.values()]
+            for d in [*descs, *view.remote_descs.values()]:
+                self.arena.create(d.regst_desc_id, d.register_num, shm_blobs(d))
         except BaseException:
             self._cleanup_files()
             raise
@@ -130,7 +132,7 @@ class ProcessHosting:
         """Give every unit all machines' addresses; return once each has them."""
         addrs = {str(k): v for k, v in self.node.machine_addrs.items()}
         for addr in self.unit_addrs.values():
-            self.router.send_to(addr, codec.CONNECT, addrs)
+            self.router.send_to(addr, uw.CONNECT, addrs)
         self._wait_units(self.connected, "take the machines' addresses")
 
     def _wait_units(self, seen: set[int], what: str) -> None:
@@ -152,42 +154,37 @@ class ProcessHosting:
 
     def push_feed(self, task_id: int, arrays: dict) -> None:
         addr, _ = self.router.where(task_id)
-        self.router.send_to(addr, codec.MSG, cmd(task_id, "feed").header(),
-                            list(arrays.items()))
+        self.router.send_to(addr, uw.MSG, cmd(task_id, "feed").header(), list(arrays.items()))
 
-    def incoming(self, msg: Msg, metas: list | None, frames: list) -> None:
-        if metas:
-            slots = self.arena.memory.get(msg.regst_desc_id)
-            if msg.type != READY or slots is None or not 0 <= msg.slot < len(slots):
-                raise TransportError(f"machine {self.mid}: {msg!r} carries blobs but has no "
-                                     "receive buffer here")
-            codec.copy_into(metas, frames, slots[msg.slot],
-                            f"machine {self.mid}: regst desc {msg.regst_desc_id}")
-        self.router.send(msg)  # on to the unit process: header only
+    def incoming(self, m: Message) -> None:
+        msg = land(m, self.arena.memory, self.push_feed, f"machine {self.mid}")
+        if msg is not None:
+            self.router.send(msg)  # on to the unit process: header only
 
-    def unit_message(self, kind: int, body: Any, metas: list | None, frames: list) -> None:
-        if kind == codec.DELIVER:
+    def unit_message(self, m: Message) -> None:
+        kind, body = m.kind, m.body
+        if kind == uw.DELIVER:
             if self.node.on_deliver is not None:
                 task = self.view.plan.task(int(body[0]))
-                self.node.on_deliver(task, int(body[1]), codec.arrays_of(metas, frames))
-        elif kind in (codec.HELLO, codec.CONNECTED, codec.DONE):
+                self.node.on_deliver(task, int(body[1]), m.arrays())
+        elif kind in (uw.HELLO, uw.CONNECTED, uw.DONE):
             with self._cond:
-                if kind == codec.HELLO:
+                if kind == uw.HELLO:
                     self.direct[int(body[0])] = body[2]
-                {codec.HELLO: self.hello, codec.CONNECTED: self.connected,
-                 codec.DONE: self.done}[kind].add(int(body[0]))
+                {uw.HELLO: self.hello, uw.CONNECTED: self.connected,
+                 uw.DONE: self.done}[kind].add(int(body[0]))
                 if len(self.done) == len(self.view.units):
                     self._all_done.set()
                 self._cond.notify_all()
-        elif kind == codec.STATES:
+        elif kind == uw.STATES:
             with self._cond:
                 if len(body) < 3 or body[2] == self._query:
                     self.states[int(body[0])] = body[1]
                 self._cond.notify_all()
-        elif kind == codec.ERROR:
+        elif kind == uw.ERROR:
             self.node.fail(error_from_body(body))
         else:
-            raise ProtocolError(f"machine {self.mid}: unexpected {codec.KIND_NAMES[kind]}")
+            raise ProtocolError(f"machine {self.mid}: unexpected {uw.kind_name(kind)}")
 
     # -- failure / end -------------------------------------------------------------------
     def _watch(self) -> None:
@@ -215,7 +212,7 @@ class ProcessHosting:
     def stop(self, error: BaseException) -> None:
         for addr in self.unit_addrs.values():
             try:
-                self.router.send_to(addr, codec.STOP, None)
+                self.router.send_to(addr, uw.STOP, None)
             except ActorflowError:
                 pass
         self._all_done.set()
@@ -239,7 +236,7 @@ class ProcessHosting:
                 qid, self.states = self._query, {}
             for k in live:
                 try:
-                    self.router.send_to(self.ctl_addrs[k], codec.STATUS, qid)
+                    self.router.send_to(self.ctl_addrs[k], uw.STATUS, qid)
                 except ActorflowError:
                     pass
             deadline = time.monotonic() + timeout

@@ -21,20 +21,20 @@ import traceback
 from typing import Any
 
 import msgpack
-import zmq
 
+from actorflow.actors import unit_wire as uw
+from actorflow.actors.landing import land
+from actorflow.actors.memory import ShmAllocator
+from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_status import StatusResponder
 from actorflow.errors import ActorflowError, KernelError, ProtocolError
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Task
-from actorflow.protocol.messages import CMD, Msg
-from actorflow.protocol.state import EXITED
+from actorflow.protocol.messages import Msg
 from actorflow.trace.recorder import Recorder
-from actorflow.transport import codec
-from actorflow.transport.bus import Outbox, Router
-from actorflow.transport.registry import bind, context
-from actorflow.transport.shm import ShmAttach
+from actorflow.transport.comm import Message, listen
+from actorflow.transport.outbox import Outbox
 
 CONFIG_VERSION = 1
 
@@ -54,7 +54,7 @@ class ProcessUnit:
         self.outbox = Outbox(self.name)
         plan = plan_from_bytes(cfg["plan"], f"<{self.name} config>")
         view = MachineView(plan, mid)
-        self.alloc = ShmAttach(cfg["run_id"], mid)
+        self.alloc = ShmAllocator(cfg["run_id"], mid)
         # --trace: this process records its own file; otherwise the always-on flight ring
         self.recorder = (Recorder.from_config(cfg.get("trace"), plan, tag=f"m{mid}-t{tid}")
                          or Recorder(plan, tag=f"m{mid}-t{tid}"))
@@ -69,81 +69,63 @@ class ProcessUnit:
         self.router = Router(mid, view.routing, self.outbox, rt.memory, {}, unit_addrs)
         rt.remote_send = self.router.send
         self.unit = next(iter(rt.units.values())) if rt.units else None
-        self.sock = context().socket(zmq.PULL)
-        self.sock.setsockopt(zmq.RCVHWM, 0)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        own = bind(self.sock, unit_addrs[(mid, tid)])
+        self.inbox = listen(unit_addrs[(mid, tid)], name=f"{self.name} inbox")
+        own = self.inbox.address
         # the address other machines reach this unit at directly (None: through the node)
         direct = cfg.get("direct")
-        self.direct = own if direct == "own" else bind(self.sock, direct) if direct else None
-        self.early: list[tuple] = []  # messages that came before CONNECT
+        self.direct = (own if direct == "own" else self.inbox.also_listen(direct) if direct
+                       else None)
+        self.early: list[Message] = []  # messages that came before CONNECT
         # the node's STATUS queries, answered by a helper thread even while a kernel runs
         ctl = cfg.get("ctl_addr")
         self.status = StatusResponder(
             ctl, self.name, rt.actor_states,
-            lambda qid, states: self.report(codec.STATES, [tid, states, qid])) if ctl else None
+            lambda qid, states: self.report(uw.STATES, [tid, states, qid])) if ctl else None
 
     def wait_connect(self, timeout: float = 120.0) -> None:
         """Take every machine's address from the node's CONNECT; keep anything else."""
         ppid, deadline = os.getppid(), time.monotonic() + timeout
         while time.monotonic() < deadline and os.getppid() == ppid:
-            if not self.sock.poll(200):
+            m = self.inbox.recv(0.2)
+            if m is None:
                 continue
-            got = codec.recv(self.sock)
-            if got[0] == codec.CONNECT:
-                self.router.set_machine_addrs({int(k): v for k, v in got[1].items()})
-                self.report(codec.CONNECTED, [self.thrd_id])
+            if m.kind == uw.CONNECT:
+                self.router.set_machine_addrs({int(k): v for k, v in m.body.items()})
+                self.report(uw.CONNECTED, [self.thrd_id])
                 return
-            if got[0] == codec.STOP:
+            if m.kind == uw.STOP:
                 raise Stopped
-            self.early.append(got)
+            self.early.append(m)
         raise Stopped
 
-    def _take(self, kind: int, body: Any, metas: list | None, frames: list) -> Msg | None:
+    def _take(self, m: Message) -> Msg | None:
         """A wire message -> the actor message to handle now (None: nothing to handle)."""
-        if kind == codec.STOP:
+        if m.kind == uw.STOP:
             raise Stopped
-        if kind == codec.STATUS:  # the node's hang report asks why we wait
-            live = [h.state.blocked_on() for h in self.unit.actors.values()
-                    if h.state.status != EXITED] if self.unit is not None else []
-            self.report(codec.STATES, [self.thrd_id, live])
-            return None
-        if kind != codec.MSG:
-            raise ProtocolError(f"{self.name}: unexpected {codec.KIND_NAMES[kind]}")
-        msg = Msg(*body)
-        if metas:
-            if msg.type == CMD:  # a fed piece: the CMD carries its arrays
-                self.rt.push_feed(msg.dst, codec.arrays_of(metas, frames))
-                return None
-            slots = self.rt.memory.get(msg.regst_desc_id)  # READY from another machine
-            if slots is None or not 0 <= msg.slot < len(slots):
-                raise ProtocolError(f"{self.name}: {msg!r} carries blobs but has no receive "
-                                    "buffer here")
-            codec.copy_into(metas, frames, slots[msg.slot],
-                            f"{self.name}: regst desc {msg.regst_desc_id}")
-        return msg
+        if m.kind != uw.MSG:
+            raise ProtocolError(f"{self.name}: unexpected {uw.kind_name(m.kind)}")
+        return land(m, self.rt.memory, self.rt.push_feed, self.name)
 
     def report(self, kind: int, body: Any, arrays: list | tuple = ()) -> None:
         self.router.send_to(self.node_addr, kind, body, arrays)
 
     def _deliver(self, task: Task | None, piece_id: int, arrays: dict) -> None:
         if task is not None:
-            self.report(codec.DELIVER, [task.task_id, piece_id], list(arrays.items()))
+            self.report(uw.DELIVER, [task.task_id, piece_id], list(arrays.items()))
 
     def run(self) -> None:
         """Dispatch messages until every actor exited; raises ``Stopped`` on STOP."""
         unit = self.unit
         if unit is None:
             return
-        sock = self.sock
-        sock.setsockopt(zmq.RCVTIMEO, 200)  # wake up to check that the node is alive
+        recv = self.inbox.recv
         local, inbox, stream, dispatch = unit.local, unit.inbox, unit.stream, unit.dispatch
         ppid = os.getppid()
         take = self._take
-        for got in self.early:
-            m = take(*got)
-            if m is not None:
-                local.append(m)
+        for early in self.early:
+            msg = take(early)
+            if msg is not None:
+                local.append(msg)
         self.early = []
         while unit.live > 0:
             if local:
@@ -153,30 +135,31 @@ class ProcessUnit:
                 if not isinstance(msg, Msg):
                     raise Stopped
             else:
-                # one blocking recv (RCVTIMEO bounds it): no zmq.Again + poll per wait, which
-                # cost ~7 us per message on the latency-bound path
                 if stream.has_pending():  # an async stream: poll completions between waits
                     unit._drain_stream()
-                    if local or not sock.poll(1):
+                    if local or not self.inbox.poll(0.001):
                         continue
-                try:
-                    kind, body, metas, frames = codec.recv(sock)
-                except zmq.Again:
+                # one blocking recv, woken every 200 ms to check that the node is alive
+                m = recv(0.2)
+                if m is None:
                     if os.getppid() != ppid:
                         raise Stopped from None  # the node is gone
                     continue
-                msg = take(kind, body, metas, frames) if metas or kind else Msg(*body)
-                if msg is None:
-                    continue
+                if m.kind or m.metas:
+                    msg = take(m)
+                    if msg is None:
+                        continue
+                else:
+                    msg = Msg(*m.body)
             dispatch(msg)
 
     def wait_stop(self, limit: float = 60.0) -> None:
         """After an error: keep the process (and its sockets) until the node says stop."""
         ppid, deadline = os.getppid(), time.monotonic() + limit
         while time.monotonic() < deadline and os.getppid() == ppid:
-            if self.sock.poll(200):
-                if codec.recv(self.sock)[0] == codec.STOP:
-                    return
+            m = self.inbox.recv(0.2)
+            if m is not None and m.kind == uw.STOP:
+                return
 
     def dump_failure(self, body: dict) -> None:
         """The flight recorder and this unit's actor states, for ``trace why-stuck``."""
@@ -192,7 +175,7 @@ class ProcessUnit:
         if self.status is not None:
             self.status.close()
         self.recorder.close()
-        self.sock.close(linger=0)
+        self.inbox.close()
         self.outbox.close(linger_ms=5000 if flush else 0)
         self.alloc.close()
 
@@ -226,10 +209,10 @@ def main() -> int:
     unit: ProcessUnit | None = None
     try:
         unit = ProcessUnit(cfg)
-        unit.report(codec.HELLO, [unit.thrd_id, os.getpid(), unit.direct])
+        unit.report(uw.HELLO, [unit.thrd_id, os.getpid(), unit.direct])
         unit.wait_connect()
         unit.run()
-        unit.report(codec.DONE, [unit.thrd_id])
+        unit.report(uw.DONE, [unit.thrd_id])
         unit.close(flush=True)
         return 0
     except Stopped:
@@ -240,11 +223,11 @@ def main() -> int:
         body = error_body(e, where)
         if unit is None:  # could not even build: tell the node through a fresh socket
             out = Outbox(where)
-            out.send(cfg["node_addr"], codec.encode(codec.ERROR, body))
+            out.send(cfg["node_addr"], uw.ERROR, body)
             out.close(linger_ms=2000)
             return 1
         unit.dump_failure(body)
-        unit.report(codec.ERROR, body)
+        unit.report(uw.ERROR, body)
         unit.wait_stop()
         unit.close(flush=False)
         return 1

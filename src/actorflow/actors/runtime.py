@@ -180,7 +180,7 @@ class MachineRuntime:
         if units is not None:
             keep = set(units)
             self.tasks = [t for t in self.tasks if (t.machine_id, t.thrd_id) in keep]
-        # messages to tasks not hosted here go to remote_send(msg) (the transport's bus)
+        # messages to tasks not hosted here go to remote_send(msg) (routing.Router.send)
         self.remote_send: Callable[[Msg], None] | None = None
         self.recorder = recorder
         self.allocator = allocator or HostAllocator()

@@ -1,22 +1,24 @@
 """Thread units for a MachineNode: the machine's actors on threads of this process.
 
-The node's receiver thread writes the blobs of an incoming cross-machine READY straight into
-the local receive buffer (a mirror of the remote regst desc, ``register_num`` slots, in the
-runtime's memory under the remote desc id), then hands the message to the unit's inbox.  The
-comm_net act copies that buffer into its own regst; its ACK leaves after the copy.
+The node's receiver thread lands an incoming cross-machine READY (``landing.land``: its
+blobs go straight into the local receive buffer, a mirror of the remote regst desc in the
+runtime's memory under the remote desc id), then hands the message to the unit's inbox.
+The comm_net act copies that buffer into its own regst; its ACK leaves after the copy.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from actorflow.actors.landing import land
+from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
-from actorflow.errors import ProtocolError, TransportError
-from actorflow.protocol.messages import READY, Msg
-from actorflow.transport import codec
-from actorflow.transport.bus import Router
+from actorflow.actors.unit_wire import kind_name
+from actorflow.errors import TransportError
+from actorflow.protocol.messages import Msg
+from actorflow.transport.comm import Message
 
 if TYPE_CHECKING:
     from actorflow.actors.node import MachineNode
@@ -57,21 +59,13 @@ class ThreadHosting:
     def push_feed(self, task_id: int, arrays: dict[str, np.ndarray]) -> None:
         self.runtime.push_feed(task_id, arrays)
 
-    def incoming(self, msg: Msg, metas: list | None, frames: list) -> None:
-        if metas:
-            if msg.type != READY:
-                raise ProtocolError(f"{self.node.name}: {msg!r} carries blobs but is no READY")
-            slots = self.runtime.memory.get(msg.regst_desc_id)
-            if slots is None or not 0 <= msg.slot < len(slots):
-                raise TransportError(f"{self.node.name}: READY with blobs for regst desc "
-                                     f"{msg.regst_desc_id} slot {msg.slot}, which has no "
-                                     "receive buffer here")
-            codec.copy_into(metas, frames, slots[msg.slot],
-                            f"{self.node.name}: regst desc {msg.regst_desc_id}")
-        self.runtime.send(msg)
+    def incoming(self, m: Message) -> None:
+        msg = land(m, self.runtime.memory, self.runtime.push_feed, self.node.name)
+        if msg is not None:
+            self.runtime.send(msg)
 
-    def unit_message(self, kind: int, body: Any, metas: list | None, frames: list) -> None:
-        raise TransportError(f"{self.node.name}: unexpected {codec.KIND_NAMES[kind]} message "
+    def unit_message(self, m: Message) -> None:
+        raise TransportError(f"{self.node.name}: unexpected {kind_name(m.kind)} message "
                              "(thread units take only actor messages)")
 
     def stop(self, error: BaseException) -> None:

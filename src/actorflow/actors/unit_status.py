@@ -15,11 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import zmq
-
+from actorflow.actors import unit_wire as uw
 from actorflow.errors import ActorflowError
-from actorflow.transport import codec
-from actorflow.transport.registry import bind, context
+from actorflow.transport.comm import listen
 
 
 class StatusResponder:
@@ -29,13 +27,7 @@ class StatusResponder:
                  reply: Callable[[Any, list[dict]], None]) -> None:
         """``states()``: every actor's ``blocked_on()``; ``reply(query_id, states)``."""
         self.states, self.reply = states, reply
-        self.sock = context().socket(zmq.PULL)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        try:
-            bind(self.sock, address)
-        except BaseException:
-            self.sock.close()
-            raise
+        self.inbox = listen(address, name=f"{name} status line")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, name=f"actorflow-status {name}",
                                         daemon=True)
@@ -51,18 +43,16 @@ class StatusResponder:
         return []
 
     def _main(self) -> None:
-        sock = self.sock
+        inbox = self.inbox
         try:
             while not self._stop.is_set():
-                if not sock.poll(100):
-                    continue
-                kind, body, _, _ = codec.recv(sock)
-                if kind == codec.STATUS:
-                    self.reply(body, self.snapshot())
-        except (zmq.ZMQError, ActorflowError):
+                m = inbox.recv(0.1)
+                if m is not None and m.kind == uw.STATUS:
+                    self.reply(m.body, self.snapshot())
+        except ActorflowError:
             pass  # the unit is shutting down: the node stops asking
         finally:
-            sock.close(linger=0)
+            inbox.close()
 
     def close(self, timeout: float = 2.0) -> None:
         self._stop.set()

@@ -1,13 +1,15 @@
-"""Transport backends by URI scheme: ``inproc://``, ``ipc://``, ``tcp://`` over pyzmq.
+"""Transport schemes by URI: ``inproc://``, ``ipc://``, ``tcp://`` over pyzmq, one registry.
 
-One registry, one place to add a scheme (like dask's ``distributed/comm/registry.py``):
+Like dask's ``distributed/comm/registry.py``: one place to add a scheme.  A backend knows
+how to bind and connect a socket for its addresses and how to make a fresh local address:
 
-    bind(sock, "tcp://127.0.0.1:0")   -> "tcp://127.0.0.1:43121"  (port 0 picks a free port)
-    connect(sock, "ipc:///tmp/x.ipc")
+    get_backend("tcp://127.0.0.1:0").bind(sock, "tcp://127.0.0.1:0") -> "tcp://127.0.0.1:43121"
+    local_address("ipc", "m0")        -> "ipc:///tmp/actorflow-m0-<pid>-<n>.ipc"
     get_backend("udp://x")            -> TransportError naming the known schemes
 
 Every bind/connect error names the address and is raised ``from`` the ZeroMQ cause.
-All sockets of one process share ``context()`` so ``inproc://`` works between them.
+Sockets are made only by ``comm.py``; nothing above transport sees one.  All sockets of a
+process share ``context()`` so ``inproc://`` works between them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import threading
 
 import zmq
 
-from actorflow.errors import TransportError
+from actorflow.errors import RegistryError, TransportError
+from actorflow.registry import Registry
 
 _CTX_LOCK = threading.Lock()
 _IPC_MAX = 100  # sun_path is 108 bytes on Linux, less the scheme
@@ -102,34 +105,28 @@ class TcpBackend(Backend):
         return "tcp://127.0.0.1:0"
 
 
-_BACKENDS: dict[str, Backend] = {}
+BACKENDS: Registry[Backend] = Registry("transport scheme")
+for _b in (InprocBackend(), IpcBackend(), TcpBackend()):
+    BACKENDS.register(_b.scheme, _b)
 
 
 def register_backend(backend: Backend) -> Backend:
-    _BACKENDS[backend.scheme] = backend
-    return backend
+    """Add a scheme (a second registration of one scheme is a ``RegistryError``)."""
+    return BACKENDS.register(backend.scheme, backend)
 
 
 def known_schemes() -> list[str]:
-    return sorted(_BACKENDS)
+    return BACKENDS.names()
 
 
 def get_backend(address: str) -> Backend:
     """The backend for ``address``'s scheme; unknown schemes list the known ones."""
     scheme, sep, _ = address.partition("://")
-    backend = _BACKENDS.get(scheme) if sep else None
-    if backend is None:
-        known = ", ".join(f"{s}://" for s in known_schemes())
-        raise TransportError(f"address {address!r}: unknown transport scheme; known: {known}")
-    return backend
-
-
-def bind(sock: zmq.Socket, address: str) -> str:
-    return get_backend(address).bind(sock, address)
-
-
-def connect(sock: zmq.Socket, address: str) -> None:
-    get_backend(address).connect(sock, address)
+    if sep and scheme in BACKENDS:
+        return BACKENDS.get(scheme)
+    known = ", ".join(f"{s}://" for s in known_schemes())
+    err = TransportError(f"address {address!r}: unknown transport scheme; known: {known}")
+    raise err from RegistryError(f"unknown transport scheme '{scheme}'")
 
 
 def local_address(scheme: str, name: str) -> str:
@@ -137,5 +134,7 @@ def local_address(scheme: str, name: str) -> str:
     return get_backend(f"{scheme}://").local_address(name)
 
 
-for _b in (InprocBackend(), IpcBackend(), TcpBackend()):
-    register_backend(_b)
+def tcp_address(host: str, port: int | str) -> str:
+    """``tcp://HOST:PORT`` (IPv6 hosts bracketed): the one place tcp addresses are spelled."""
+    h = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"tcp://{h}:{port}"

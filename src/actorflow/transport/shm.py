@@ -1,8 +1,10 @@
-"""Shared-memory regsts for process units: one segment per regst desc, ``register_num`` slots.
+"""Shared-memory slots for process units: one segment per regst desc, ``slots`` slots.
 
 The node creates every segment of its machine once (``ShmArena``) before any unit process
-starts; units attach by name (``ShmAttach``, an allocator for ``MachineRuntime``) and never
-unlink.  Only slot numbers travel between processes.  Names are
+starts; units attach by name (``ShmAttach``; ``actors/memory.py`` wraps it as an allocator
+for ``MachineRuntime``) and never unlink.  A segment is described by plain values (desc id,
+slot count, ``{blob name: (shape, dtype)}``): transport knows no plan.  Only slot numbers
+travel between processes.  Names are
 ``actorflow<run_id>_m<machine>_d<desc>`` so ``cleanup_run(run_id)`` (the node on every exit
 path, the launcher after a killed worker) finds and unlinks them by prefix.
 
@@ -15,12 +17,15 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from actorflow.errors import TransportError
-from actorflow.plan.model import RegstDesc
+
+# blob name -> (shape, dtype str): what one slot holds
+Blobs = Mapping[str, tuple[Sequence[int], str]]
 
 SHM_DIR = "/dev/shm"
 PREFIX = "actorflow"
@@ -35,19 +40,20 @@ def segment_name(run_id: str, machine_id: int, desc_id: int) -> str:
     return f"{run_prefix(run_id)}m{machine_id}_d{desc_id}"
 
 
-def _layout(desc: RegstDesc) -> tuple[list[tuple[str, int, tuple, str]], int]:
+def _layout(blobs: Blobs) -> tuple[list[tuple[str, int, tuple, str]], int]:
     """Blob offsets inside one slot (64-byte aligned) and the slot size."""
     off, out = 0, []
-    for name, b in desc.blobs.items():
-        out.append((name, off, b.shape, b.dtype))
-        off += -(-b.nbytes() // _ALIGN) * _ALIGN
+    for name, (shape, dtype) in blobs.items():
+        out.append((name, off, tuple(shape), dtype))
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        off += -(-nbytes // _ALIGN) * _ALIGN
     return out, max(off, _ALIGN)
 
 
-def _views(mm: mmap.mmap, desc: RegstDesc) -> list[dict[str, np.ndarray]]:
-    layout, slot_bytes = _layout(desc)
+def _views(mm: mmap.mmap, slots_n: int, blobs: Blobs) -> list[dict[str, np.ndarray]]:
+    layout, slot_bytes = _layout(blobs)
     slots = []
-    for s in range(desc.register_num):
+    for s in range(slots_n):
         base = s * slot_bytes
         slots.append({
             name: np.frombuffer(mm, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)),
@@ -82,8 +88,8 @@ def _open(name: str, create: bool, size: int = 0) -> mmap.mmap:
         os.close(fd)
 
 
-def desc_bytes(desc: RegstDesc) -> int:
-    return _layout(desc)[1] * desc.register_num
+def segment_bytes(slots: int, blobs: Blobs) -> int:
+    return _layout(blobs)[1] * slots
 
 
 class ShmArena:
@@ -96,15 +102,17 @@ class ShmArena:
         self.maps: dict[int, mmap.mmap] = {}
         self.memory: dict[int, list[dict[str, np.ndarray]]] = {}
 
-    def create(self, desc: RegstDesc) -> list[dict[str, np.ndarray]]:
-        if not desc.blobs:
-            return [{} for _ in range(desc.register_num)]
-        name = segment_name(self.run_id, self.machine_id, desc.regst_desc_id)
-        mm = _open(name, True, desc_bytes(desc))
+    def create(self, desc_id: int, slots: int, blobs: Blobs) -> list[dict[str, np.ndarray]]:
+        """The segment of regst desc ``desc_id``: ``slots`` slots of ``blobs``."""
+        if not blobs:
+            self.memory[desc_id] = [{} for _ in range(slots)]
+            return self.memory[desc_id]
+        name = segment_name(self.run_id, self.machine_id, desc_id)
+        mm = _open(name, True, segment_bytes(slots, blobs))
         self.names.append(name)
-        self.maps[desc.regst_desc_id] = mm
-        self.memory[desc.regst_desc_id] = _views(mm, desc)
-        return self.memory[desc.regst_desc_id]
+        self.maps[desc_id] = mm
+        self.memory[desc_id] = _views(mm, slots, blobs)
+        return self.memory[desc_id]
 
     def unlink(self) -> None:
         """Unlink every segment (units that still map them keep their pages until exit)."""
@@ -124,22 +132,23 @@ class ShmArena:
 
 
 class ShmAttach:
-    """Allocator for a unit process: attach to the node's segment of each regst desc."""
+    """A unit process's side: attach to the node's segment of each regst desc."""
 
     def __init__(self, run_id: str, machine_id: int) -> None:
         self.run_id = run_id
         self.machine_id = machine_id
         self._maps: list[mmap.mmap] = []
 
-    def allocate(self, desc: RegstDesc) -> list[dict[str, Any]]:
-        if not desc.blobs:
-            return [{} for _ in range(desc.register_num)]
-        mm = _open(segment_name(self.run_id, self.machine_id, desc.regst_desc_id), False)
-        if len(mm) < desc_bytes(desc):
-            raise TransportError(f"shared-memory segment of regst desc {desc.regst_desc_id} "
-                                 f"has {len(mm)} bytes, expected {desc_bytes(desc)}")
+    def attach(self, desc_id: int, slots: int, blobs: Blobs) -> list[dict[str, Any]]:
+        if not blobs:
+            return [{} for _ in range(slots)]
+        mm = _open(segment_name(self.run_id, self.machine_id, desc_id), False)
+        need = segment_bytes(slots, blobs)
+        if len(mm) < need:
+            raise TransportError(f"shared-memory segment of regst desc {desc_id} has "
+                                 f"{len(mm)} bytes, expected {need}")
         self._maps.append(mm)
-        return _views(mm, desc)
+        return _views(mm, slots, blobs)
 
     def close(self) -> None:
         self._maps = []  # views may still be referenced; maps close when collected
@@ -157,7 +166,8 @@ def list_run_segments(run_id: str | None = None) -> list[str]:
 def cleanup_run(run_id: str) -> list[str]:
     """Unlink every segment of ``run_id``; returns the names removed (launcher cleanup)."""
     if not run_id:
-        raise ValueError("cleanup_run needs a run id (refusing to remove every actorflow run)")
+        raise TransportError("cleanup_run needs a run id (refusing to remove every actorflow "
+                             "run)")
     removed = []
     for name in list_run_segments(run_id):
         try:

@@ -1,77 +1,24 @@
-"""The actor message bus: route a message by its destination task to a socket.
+"""Where an actor message goes from this process, and what travels with it.
 
-``Router`` decides *where* (dst task -> (machine, thrd) from the plan's routing table ->
-the address of that machine, or of that unit process on this machine) and *what travels*
-(a READY that crosses machines carries the regst's blobs as frames; inside a machine only
-slot numbers travel).  ``Outbox`` owns one PUSH socket per peer address.  An actor always
-sends to a given peer through the same socket, so messages of one actor pair stay FIFO.
-Messages between actors of one unit never get here (the runtime keeps them local).
+``Router`` maps a destination task to an address (task -> (machine, thrd) from the plan's
+routing table -> the address of that machine, or of that unit process on this machine)
+and decides what travels: a READY that leaves the machine carries its regst's blobs as
+frames; inside a machine only slot numbers travel.  It sends through the transport's
+``Outbox`` (one comm per peer), so messages of one actor pair stay FIFO.  Messages between
+actors of one unit never get here (the unit keeps them local).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
-import zmq
-
+from actorflow.actors import unit_wire as uw
 from actorflow.errors import ProtocolError, TransportError
 from actorflow.protocol.messages import READY, Msg
 from actorflow.transport import codec
-from actorflow.transport.registry import connect, context
-
-
-class Outbox:
-    """PUSH sockets to peers, created on first use; each used under its own lock."""
-
-    def __init__(self, name: str = "") -> None:
-        self.name = name
-        self._ctx = context()
-        self._socks: dict[str, tuple[zmq.Socket, threading.Lock]] = {}
-        self._lock = threading.Lock()
-        self.closed = False
-
-    def _sock(self, address: str) -> tuple[zmq.Socket, threading.Lock]:
-        entry = self._socks.get(address)
-        if entry is None:
-            with self._lock:
-                if self.closed:
-                    raise TransportError(f"{self.name}: outbox closed; cannot send to {address}")
-                entry = self._socks.get(address)
-                if entry is None:
-                    s = self._ctx.socket(zmq.PUSH)
-                    s.setsockopt(zmq.SNDHWM, 0)  # the protocol bounds what is in flight
-                    s.setsockopt(zmq.LINGER, 2000)
-                    connect(s, address)
-                    entry = (s, threading.Lock())
-                    self._socks[address] = entry
-        return entry
-
-    def connect(self, address: str) -> None:
-        """Open the socket to ``address`` now (so the first message does not pay for it)."""
-        self._sock(address)
-
-    def entry(self, address: str) -> tuple[zmq.Socket, threading.Lock]:
-        """The socket to ``address`` and its lock, for callers that cache them (hot path)."""
-        return self._sock(address)
-
-    def send(self, address: str, frames: list) -> None:
-        s, lock = self._sock(address)
-        with lock:
-            try:
-                codec.send(s, frames)
-            except zmq.ZMQError as e:
-                raise TransportError(f"{self.name}: send to {address} failed: {e}") from e
-
-    def close(self, linger_ms: int = 2000) -> None:
-        """Close every socket; ``linger_ms`` bounds how long unsent messages may flush."""
-        with self._lock:
-            self.closed = True
-            socks, self._socks = self._socks, {}
-        for s, lock in socks.values():
-            with lock:
-                s.close(linger=linger_ms)
+from actorflow.transport.comm import Comm
+from actorflow.transport.outbox import Outbox
 
 
 def compose_address(node: str, units: Mapping[int, str] | None = None) -> str:
@@ -99,7 +46,7 @@ class Router:
     ``routing``: task -> (machine, thrd); ``machine_addrs``: machine -> data-plane address
     (``compose_address``: a unit listed there gets its messages directly, others via the node);
     ``unit_addrs``: (machine, thrd) -> address of unit processes of *this* machine (empty
-    with thread units: the node's own socket receives for all of them).
+    with thread units: the node's own listener receives for all of them).
     ``memory``: regst desc id -> slots, to read blobs of a READY that leaves the machine.
     """
 
@@ -115,8 +62,8 @@ class Router:
         self.remote_units: dict[tuple[int, int], str] = {}
         self.unit_addrs: dict[tuple[int, int], str] = dict(unit_addrs or {})
         self._cache: dict[int, tuple[str, bool]] = {}
-        # dst task -> (socket, lock) of header-only messages: one dict hit per send
-        self._fast: dict[int, tuple[zmq.Socket, threading.Lock, bool]] = {}
+        # dst task -> (comm, crosses machines): one dict hit per send
+        self._fast: dict[int, tuple[Comm, bool]] = {}
         self.set_machine_addrs(machine_addrs or {})
 
     def set_machine_addrs(self, addrs: Mapping[int, str]) -> None:
@@ -158,33 +105,24 @@ class Router:
         """Send an actor message; a READY leaving the machine carries its regst's blobs.
 
         Header-only messages (all of them inside a machine, ACK/EORD/CMD across) take the
-        cached socket of their destination and go out as one frame: this runs once per
+        cached comm of their destination and go out as one frame: this runs once per
         READY/ACK, so it avoids the per-message address lookups and frame lists.
         """
         fast = self._fast.get(msg.dst)
-        if fast is not None and (msg.type != READY or not fast[2]):
-            sock, lock, _ = fast
-            head = codec.encode_head(codec.MSG, msg.header())
-            with lock:
-                try:
-                    sock.send(head)
-                except zmq.ZMQError as e:
-                    raise TransportError(f"{self.outbox.name}: send of {msg!r} failed: "
-                                         f"{e}") from e
-            return
-        addr, remote = self.where(msg.dst)
         if fast is None:
-            self._fast[msg.dst] = (*self.outbox.entry(addr), remote)
-        arrays: list = []
-        if remote and msg.type == READY:
-            slots = self.memory.get(msg.regst_desc_id)
-            if slots is None:
-                raise ProtocolError(f"machine {self.machine_id}: READY for regst desc "
-                                    f"{msg.regst_desc_id} which has no memory here")
-            arrays = list(slots[msg.slot].items())
-        self.outbox.send(addr, codec.encode(codec.MSG, msg.header(), arrays))
+            addr, remote = self.where(msg.dst)
+            fast = self._fast[msg.dst] = (self.outbox.comm(addr), remote)
+        comm, remote = fast
+        if not remote or msg.type != READY:
+            comm.send_head(codec.encode_head(uw.MSG, msg.header()))
+            return
+        slots = self.memory.get(msg.regst_desc_id)
+        if slots is None:
+            raise ProtocolError(f"machine {self.machine_id}: READY for regst desc "
+                                f"{msg.regst_desc_id} which has no memory here")
+        comm.send(uw.MSG, msg.header(), slots[msg.slot].items())
 
     def send_to(self, address: str, kind: int, body: Any,
                 arrays: list[tuple[str, Any]] | tuple = ()) -> None:
-        """A non-actor message (deliveries, errors, feeds) to an explicit address."""
-        self.outbox.send(address, codec.encode(kind, body, arrays))
+        """A non-actor message (reports, orders, feeds) to an explicit address."""
+        self.outbox.comm(address).send(kind, body, arrays)

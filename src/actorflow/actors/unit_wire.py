@@ -1,0 +1,25 @@
+"""Message kinds between a machine node and its units (the ``kind`` of a transport message).
+
+Actor messages travel as ``MSG`` with ``Msg.header()`` as body (a READY that crossed
+machines carries its regst's blobs as frames, a fed piece's CMD carries the piece); the
+rest are a unit process's reports to its node and the node's orders to its units.
+"""
+
+from __future__ import annotations
+
+MSG = 0  # an actor message (READY/ACK/EORD/CMD)
+DELIVER = 1  # unit -> node: an output piece [task_id, piece_id] + blobs
+ERROR = 2  # unit -> node: a failure {"type": ..., ...}
+DONE = 3  # unit -> node: every actor of the unit exited
+HELLO = 4  # unit -> node: the unit is built and listening
+STOP = 5  # node -> unit: stop now (another part of the run failed)
+CONNECT = 6  # node -> unit: every machine's data-plane address
+CONNECTED = 7  # unit -> node: addresses taken, the unit runs
+STATUS = 8  # node -> unit: report your actors' wait states (hang reports)
+STATES = 9  # unit -> node: [thrd, [blocked_on() of every live actor], query id]
+KIND_NAMES = ("MSG", "DELIVER", "ERROR", "DONE", "HELLO", "STOP", "CONNECT", "CONNECTED",
+              "STATUS", "STATES")
+
+
+def kind_name(kind: int) -> str:
+    return KIND_NAMES[kind] if 0 <= kind < len(KIND_NAMES) else f"kind {kind}"
