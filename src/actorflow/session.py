@@ -5,6 +5,9 @@
         ys = list(s.run_many(feeds))      # many pieces, pipelined
         outs = s.run_to_end(pieces=10)    # a source-driven plan
 
+    with actorflow.ClusterSession(plan, unit="process", scheme="tcp") as s:
+        ...                               # the same API, one MachineNode per machine
+
 Leaving the ``with`` block closes the inputs so the EORD cascade drains every actor.
 """
 
@@ -19,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from actorflow.actors.cluster import nodes
+from actorflow.actors.hosting import Deliver, Recorder, Runtime, RuntimeFactory
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.errors import ActorflowError, SessionClosed, WaitTimeout
 from actorflow.plan.model import Plan, Task
@@ -35,16 +40,19 @@ class Session:
         plan: Plan,
         *,
         timeout: float = 60.0,
-        recorder: Any = None,
+        recorder: Recorder | None = None,
         validate: bool = True,
         trace: str | os.PathLike | None = None,
         stall_timeout: float | None = None,
         flight: bool = True,
+        runtime: RuntimeFactory | None = None,
     ) -> None:
         """``trace=DIR`` records every event to DIR (``flowlaunch trace ...`` reads it);
         the flight recorder (last 1024 events per unit) is always on unless ``flight=False``
         and is dumped when the run fails, stalls or gets SIGUSR1; ``stall_timeout`` starts
-        a watchdog that fails a run in which no actor progressed for that many seconds."""
+        a watchdog that fails a run in which no actor progressed for that many seconds;
+        ``runtime`` builds what hosts the actors (default: every machine on threads of this
+        process; ``actorflow.actors.cluster.nodes(...)``: one MachineNode per machine)."""
         if validate:
             plan.validate()
         if recorder is not None and trace is not None:
@@ -63,14 +71,10 @@ class Session:
         self._received = dict.fromkeys(self.outputs, 0)
         self._sources_started = False
         self._closed = False
-        self.runtime = self._make_runtime(plan, recorder)
-        self.diagnostics.attach(getattr(self.runtime, "actor_states", list),
-                                getattr(self.runtime, "fail", None))
+        make = runtime or _threads
+        self.runtime: Runtime = make(plan, recorder, self._on_deliver)
+        self.diagnostics.attach(self.runtime.actor_states, self.runtime.fail)
         self.runtime.start()
-
-    def _make_runtime(self, plan: Plan, recorder: Any) -> Any:
-        """The runtime behind this session (actors.cluster overrides it with nodes)."""
-        return MachineRuntime(plan, recorder=recorder, on_deliver=self._on_deliver)
 
     # -- context manager ---------------------------------------------------------------
     def __enter__(self) -> Session:
@@ -250,3 +254,22 @@ class Session:
             if piece != want:
                 raise ActorflowError(f"output '{name}' delivered piece {piece}, expected {want}")
             return value
+
+
+def _threads(plan: Plan, recorder: Recorder | None, on_deliver: Deliver) -> MachineRuntime:
+    """The default runtime: every machine of the plan on unit threads of this process."""
+    return MachineRuntime(plan, recorder=recorder, on_deliver=on_deliver)
+
+
+class ClusterSession(Session):
+    """A Session whose machines are MachineNodes talking over ``scheme`` sockets, their
+    units threads or (``unit="process"``) processes: the data plane of ``flowlaunch sim``
+    in one process, for tests and benches."""
+
+    def __init__(self, plan: Plan, *, unit: str = "thread", scheme: str = "tcp",
+                 timeout: float = 60.0, validate: bool = True,
+                 trace: str | os.PathLike | None = None,
+                 stall_timeout: float | None = None) -> None:
+        super().__init__(plan, timeout=timeout, validate=validate, trace=trace,
+                         stall_timeout=stall_timeout,
+                         runtime=nodes(unit=unit, scheme=scheme, timeout=timeout))

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import actorflow as af
-from actorflow.actors.cluster import ClusterSession
 from actorflow.errors import KernelError
+from actorflow.session import ClusterSession
 
 COMBOS = {
     "session": (2, lambda plan: af.Session(plan, timeout=30)),

@@ -130,7 +130,7 @@ def test_sim_process_units_trace_one_file_per_unit_process(tmp_path):
 
 @pytest.mark.parametrize("unit", ["thread", "process"])
 def test_cluster_session_traces_over_tcp(tmp_path, unit):
-    from actorflow.actors.cluster import ClusterSession
+    from actorflow.session import ClusterSession
 
     plan = chain(pieces=6, machines=2)
     with ClusterSession(plan, unit=unit, trace=tmp_path) as s:
@@ -146,7 +146,7 @@ def test_cluster_session_traces_over_tcp(tmp_path, unit):
 
 
 def test_a_failing_process_unit_dumps_its_flight_ring(tmp_path, monkeypatch):
-    from actorflow.actors.cluster import ClusterSession
+    from actorflow.session import ClusterSession
     from actorflow.trace.tracefile import load_dump
 
     monkeypatch.setenv("ACTORFLOW_DUMP_DIR", str(tmp_path))

@@ -9,8 +9,8 @@ import pytest
 from _plans import chain, expected, flowlaunch
 
 import actorflow as af
-from actorflow.actors.cluster import ClusterSession
 from actorflow.errors import StallError
+from actorflow.session import ClusterSession
 from actorflow.trace.tracefile import load_dump
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import actorflow as af
-from actorflow.actors.cluster import ClusterSession
+from actorflow.session import ClusterSession
 
 
 def _plan(comm_with_consumer: bool) -> af.Plan:

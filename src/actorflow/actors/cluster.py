@@ -1,7 +1,7 @@
-"""ClusterSession: every machine of a plan as its own MachineNode, wired over a transport.
+"""NodeGroup: every machine of a plan as its own MachineNode, wired over a transport.
 
-    with ClusterSession(plan, unit="process", scheme="tcp") as s:   # the Session API
-        outs = s.run_to_end(pieces=8)
+    with Session(plan, runtime=nodes(unit="process", scheme="tcp")) as s:
+        outs = s.run_to_end(pieces=8)         # or actorflow.session.ClusterSession
 
 Each machine gets a MachineNode bound to a fresh address of ``scheme`` (``tcp`` on
 loopback, ``ipc`` or ``inproc``), so cross-machine edges really go through sockets and
@@ -16,18 +16,18 @@ import secrets
 import time
 from typing import Any
 
+from actorflow.actors.hosting import Deliver, Recorder, RuntimeFactory
 from actorflow.actors.node import MachineNode
 from actorflow.errors import WaitTimeout
 from actorflow.plan.model import Plan
-from actorflow.session import Session
 from actorflow.transport.registry import local_address
 
 
 class NodeGroup:
     """The runtime interface a Session drives, spread over one MachineNode per machine."""
 
-    def __init__(self, plan: Plan, on_deliver: Any, unit: str, scheme: str,
-                 timeout: float, recorder: Any = None) -> None:
+    def __init__(self, plan: Plan, on_deliver: Deliver | None, unit: str, scheme: str,
+                 timeout: float, recorder: Recorder | None = None) -> None:
         self.run_id = secrets.token_hex(4)
         self.nodes: dict[int, MachineNode] = {}
         self.routing = plan.routing_table()
@@ -104,18 +104,9 @@ class NodeGroup:
             n.close(timeout)
 
 
-class ClusterSession(Session):
-    """A Session whose machines are MachineNodes talking over ``scheme`` sockets."""
-
-    def __init__(self, plan: Plan, *, unit: str = "thread", scheme: str = "tcp",
-                 timeout: float = 60.0, validate: bool = True, trace: Any = None,
-                 stall_timeout: float | None = None) -> None:
-        self._unit = unit
-        self._scheme = scheme
-        self._node_timeout = timeout
-        super().__init__(plan, timeout=timeout, validate=validate, trace=trace,
-                         stall_timeout=stall_timeout)
-
-    def _make_runtime(self, plan: Plan, recorder: Any) -> NodeGroup:
-        return NodeGroup(plan, self._on_deliver, self._unit, self._scheme, self._node_timeout,
-                         recorder)
+def nodes(unit: str = "thread", scheme: str = "tcp", timeout: float = 60.0) -> RuntimeFactory:
+    """A Session runtime factory: one MachineNode per machine on ``scheme`` sockets, each
+    hosting its units as ``unit`` (``thread`` or ``process``)."""
+    def make(plan: Plan, recorder: Recorder | None, on_deliver: Deliver) -> NodeGroup:
+        return NodeGroup(plan, on_deliver, unit, scheme, timeout, recorder)
+    return make

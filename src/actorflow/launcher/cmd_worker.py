@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from actorflow.launcher.cmd_trace import add_trace_options
 from actorflow.launcher.rankenv import resolve_rank_env
+from actorflow.launcher.trace_options import add_trace_options
 from actorflow.launcher.worker import WorkerConfig, run_worker
 
 EPILOG = """\

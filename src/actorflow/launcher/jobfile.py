@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from actorflow.errors import ActorflowError, LaunchError, PlanLoadError
+from actorflow.plan.compiler import JobSpec, TracedJob, compile_traced
 from actorflow.plan.io import load_plan
 from actorflow.plan.model import Plan
 
@@ -72,19 +73,20 @@ def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
 
     ``DEVICES_PER_MACHINE`` in the file sets the devices per machine (default 1) and
     ``COMPILE_OPTIONS`` extra ``af.compile`` keywords (``merge``, ``unit_per_task``).
+    A job is anything carrying a ``JobSpec`` (``plan.compiler.TracedJob``), so the launcher
+    compiles through ``plan`` and never imports the frontend that traced it.
     """
-    from actorflow.frontend.job import Job
-
     job = getattr(mod, "job", None)
     fn = getattr(mod, "build_job", None)
     if callable(fn):
         job = _call_builder(fn, "build_job", path, machines)
-    if not isinstance(job, Job):
+    if not (isinstance(job, JobSpec)
+            or (isinstance(job, TracedJob) and isinstance(job.spec, JobSpec))):
         raise LaunchError(f"{path}: a job file must define build_plan(machines), "
                           "build_job(machines) returning an af.Job, or a module-level af.Job "
                           "named 'job'")
     options = dict(getattr(mod, "COMPILE_OPTIONS", {}))  # e.g. {"unit_per_task": True}
-    return job.compile(machines, int(getattr(mod, "DEVICES_PER_MACHINE", 1)), **options)
+    return compile_traced(job, machines, int(getattr(mod, "DEVICES_PER_MACHINE", 1)), **options)
 
 
 def runnable_check(plan: Plan, source: str | Path) -> None:

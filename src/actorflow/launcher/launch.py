@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actorflow.errors import LaunchError
-from actorflow.launcher.cmd_trace import add_trace_options, trace_worker_args
 from actorflow.launcher.jobfile import job_check, load_target, runnable_check
 from actorflow.launcher.monitor import Monitor
 from actorflow.launcher.outputs import outputs_from_results, run_check, save_outputs
 from actorflow.launcher.report import summary_json
 from actorflow.launcher.run_loop import RunLoop
 from actorflow.launcher.supervisor import Supervisor
+from actorflow.launcher.trace_options import add_trace_options, trace_worker_args
 from actorflow.trace.recorder import default_dump_dir
 
 # spawner(rank, host, worker_args, env) -> (argv, env) of the local process to start

@@ -10,6 +10,7 @@ returned.
 from __future__ import annotations
 
 import gc
+from typing import Protocol, runtime_checkable
 
 from actorflow.errors import CompileError
 from actorflow.plan.compiler.emit import Emitter, build_plan
@@ -54,4 +55,22 @@ def compile_job(job: JobSpec, machines: int = 1, devices_per_machine: int = 1, *
     return plan
 
 
-__all__ = ["CompileError", "JobSpec", "LogicalOp", "compile_job"]
+@runtime_checkable
+class TracedJob(Protocol):
+    """Anything that carries a traced job graph: ``actorflow.Job`` (frontend) satisfies it.
+
+    The launcher compiles job files through this, so it needs only ``plan`` (below it),
+    never the frontend that traced the job (above it)."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+
+
+def compile_traced(job: TracedJob | JobSpec, machines: int = 1, devices_per_machine: int = 1,
+                   **options: bool) -> Plan:
+    """``compile_job`` for a traced job (``af.Job``) or its bare ``JobSpec``."""
+    spec = job if isinstance(job, JobSpec) else job.spec
+    return compile_job(spec, machines, devices_per_machine, **options)
+
+
+__all__ = ["CompileError", "JobSpec", "LogicalOp", "TracedJob", "compile_job", "compile_traced"]

@@ -1,0 +1,108 @@
+"""The typed seams of hosting: what a Session drives, and what a MachineNode drives.
+
+Two shapes of "something that runs actors" exist, and each has more than one
+implementation, so each is written down once here as a ``typing.Protocol``:
+
+- ``Runtime`` is what a ``Session`` drives: ``MachineRuntime`` (every machine of a plan on
+  threads of this process) and ``NodeGroup`` (one ``MachineNode`` per machine, over sockets).
+- ``UnitHosting`` is how a ``MachineNode`` runs its machine's units: ``ThreadHosting`` (unit
+  threads in this process) and ``ProcessHosting`` (unit processes), picked by name from
+  ``actorflow.actors.node.UNIT_KINDS``.
+
+mypy checks the implementations against them where they are used, so a method that drifts
+apart fails the type check instead of an ``AttributeError`` at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from actorflow.plan.model import Plan, Task
+from actorflow.protocol.messages import Msg
+
+if TYPE_CHECKING:
+    from actorflow.actors.node import MachineNode
+    from actorflow.transport.bus import Router
+
+# on_deliver(task, piece_id, arrays): an output piece for the client; (None, -1, {}) wakes it
+Deliver = Callable[[Task | None, int, dict], None]
+
+
+class Runtime(Protocol):
+    """Hosts the actors of a plan and routes their messages (what a Session drives)."""
+
+    @property
+    def error(self) -> BaseException | None: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def push_feed(self, task_id: int, arrays: dict[str, np.ndarray]) -> None: ...
+
+    def command(self, task_id: int, name: str, payload: Any = None) -> None: ...
+
+    def wait_exited(self, timeout: float) -> None: ...
+
+    def actor_states(self) -> list[dict]: ...
+
+    def describe_live(self) -> str: ...
+
+    def fail(self, error: BaseException) -> None: ...
+
+    def join(self, timeout: float = 10.0) -> None: ...
+
+
+class Recorder(Protocol):
+    """What the runtime needs of a trace recorder: one hook object per unit (``unit(key)``).
+
+    ``actorflow.trace.recorder.Recorder`` is the implementation; the hooks it returns are
+    duck-typed by the unit loop (``ring`` for the flight recorder, ``send``/``recv``/
+    ``act_begin``/``act_end`` when ``timed``)."""
+
+    def unit(self, key: tuple[int, int]) -> Any: ...
+
+
+# build the runtime for a Session: (plan, recorder, on_deliver) -> Runtime
+RuntimeFactory = Callable[[Plan, "Recorder | None", Deliver], Runtime]
+
+
+class UnitHosting(Protocol):
+    """How one MachineNode runs its units (threads or processes)."""
+
+    router: Router
+
+    @property
+    def error(self) -> BaseException | None: ...
+
+    def extra_binds(self) -> list[str]: ...
+
+    def on_bind(self, address: str) -> str: ...
+
+    def start(self) -> None: ...
+
+    def command(self, msg: Msg) -> None: ...
+
+    def push_feed(self, task_id: int, arrays: dict[str, np.ndarray]) -> None: ...
+
+    def incoming(self, msg: Msg, metas: list | None, frames: list) -> None: ...
+
+    def unit_message(self, kind: int, body: Any, metas: list | None, frames: list) -> None: ...
+
+    def stop(self, error: BaseException) -> None: ...
+
+    def wait(self, timeout: float) -> bool: ...
+
+    def actor_states(self) -> list[dict]: ...
+
+    def describe_live(self) -> str: ...
+
+    def close(self, timeout: float) -> None: ...
+
+
+# UNIT_KINDS entries: factory(node) -> the node's hosting
+HostingFactory = Callable[["MachineNode"], UnitHosting]
