@@ -129,3 +129,7 @@ class StallError(WaitTimeout):
 
 class RegistryError(FatalError, LookupError):
     """A name registered twice, or looked up but never registered (lists the known ones)."""
+
+
+class UnknownOpError(OpError, RegistryError):
+    """An op type that no op definition registered (an ``OpError`` where ops are checked)."""

@@ -19,14 +19,18 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Named entries of one kind; ``what`` names the kind in errors ("task type", ...)."""
 
-    def __init__(self, what: str, loader: Callable[[], None] | None = None) -> None:
+    def __init__(self, what: str, loader: Callable[[], None] | None = None,
+                 error: type[RegistryError] = RegistryError) -> None:
+        """``error``: the RegistryError subclass raised, when a package's callers already
+        catch a more specific error too (unknown op types are also ``OpError``s)."""
         self.what = what
         self._entries: dict[str, T] = {}
         self._loader = loader  # imports the built-in entries on first lookup
+        self._error = error
 
     def register(self, name: str, entry: T) -> T:
         if name in self._entries:
-            raise RegistryError(f"{self.what} '{name}' is registered twice")
+            raise self._error(f"{self.what} '{name}' is registered twice")
         self._entries[name] = entry
         return entry
 
@@ -36,7 +40,7 @@ class Registry(Generic[T]):
             return self._entries[name]
         except KeyError:
             known = ", ".join(sorted(self._entries)) or "(none)"
-            raise RegistryError(f"unknown {self.what} '{name}'; known: {known}") from None
+            raise self._error(f"unknown {self.what} '{name}'; known: {known}") from None
 
     def __contains__(self, name: object) -> bool:
         self._load()

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from actorflow.errors import OpError
-from actorflow.kernels import KernelContext, get_op, op_types
+from actorflow.errors import OpError, RegistryError, UnknownOpError
+from actorflow.kernels import KernelContext, get_op, op_types, register_op
 from actorflow.plan.model import BlobDesc
 
 RNG = np.random.default_rng(0)
@@ -212,5 +212,11 @@ def test_bad_shapes_and_attrs_name_the_op(op_type, ins, attrs, msg):
 
 
 def test_unknown_op_type_lists_the_known_ones():
-    with pytest.raises(OpError, match=r"unknown op type 'conv9d'; known op types: .*matmul"):
+    with pytest.raises(UnknownOpError, match=r"unknown op type 'conv9d'; known: .*matmul"):
         get_op("conv9d")
+    assert issubclass(UnknownOpError, OpError) and issubclass(UnknownOpError, RegistryError)
+
+
+def test_an_op_type_registered_twice_is_refused():
+    with pytest.raises(RegistryError, match="op type 'matmul' is registered twice"):
+        register_op(get_op("matmul"))

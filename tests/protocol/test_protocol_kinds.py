@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from _proto import ack, actor, acts_of, eord, make_task, norm, ready
 
-from actorflow.errors import ProtocolError
+from actorflow.errors import ProtocolError, RegistryError
 from actorflow.protocol.kinds import kind_names, make_state
 from actorflow.protocol.messages import cmd
 from actorflow.protocol.state import EXITED, ZOMBIE
@@ -15,7 +15,8 @@ def test_every_task_type_has_a_kind_and_unknown_types_list_them():
     for name in ("normal", "input", "source", "output", "tick", "acc", "repeat", "comm_net",
                  "boxing", "copy_h2d", "copy_d2h"):
         assert name in kind_names()
-    with pytest.raises(ProtocolError, match="unknown task type 'warp'; known: acc, boxing"):
+    with pytest.raises(RegistryError,
+                       match=r"task 0 \(task0\): unknown task type 'warp'; known: acc, boxing"):
         make_state(make_task(0, "warp"), {})
 
 

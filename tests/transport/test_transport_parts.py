@@ -15,7 +15,7 @@ import actorflow as af
 from actorflow.actors import unit_wire as uw
 from actorflow.actors.node import MachineNode
 from actorflow.actors.routing import Router, compose_address, split_address
-from actorflow.errors import ProtocolError, TransportError
+from actorflow.errors import ProtocolError, RegistryError, TransportError
 from actorflow.protocol.messages import ACK, READY, Msg
 from actorflow.transport import Outbox, codec, listen
 from actorflow.transport.registry import local_address
@@ -118,7 +118,7 @@ def test_node_errors_name_what_is_missing():
     x = b.source("constant", {"shape": [2], "value": 1.0}, piece_num=1)
     b.output("y", b.op("relu", x, machine=1))
     plan = b.build()
-    with pytest.raises(TransportError, match="unknown unit kind 'fiber'; known: process, thread"):
+    with pytest.raises(RegistryError, match="unknown unit kind 'fiber'; known: process, thread"):
         MachineNode(plan, 0, unit="fiber")
     node = MachineNode(plan, 0)
     try:

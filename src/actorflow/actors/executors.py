@@ -1,7 +1,9 @@
 """How an act moves data, by task type: the shell side of each actor kind.
 
 ``ActorHost`` binds one pure state machine to its task's kernels and regst memory.
-Executors take ``(host, act)`` and run on the unit's stream.
+Executors take ``(host, act)`` and run on the unit's stream.  They are registered under
+the names of the kind records of ``actorflow.protocol.kinds`` (state machine, rule,
+description); ``tests/actors/test_kind_records.py`` checks both name the same kinds.
 """
 
 from __future__ import annotations
@@ -10,22 +12,23 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from actorflow.errors import KernelError
+from actorflow.errors import KernelError, RegistryError
 from actorflow.kernels.registry import KernelContext, get_op
 from actorflow.plan.model import Task
 from actorflow.protocol.messages import Act
 from actorflow.protocol.state import ActorState
+from actorflow.registry import Registry
 
 if TYPE_CHECKING:
     from actorflow.actors.runtime import MachineRuntime
 
 Executor = Callable[["ActorHost", Act], None]
-_EXECUTORS: dict[str, Executor] = {}
+EXECUTORS: Registry[Executor] = Registry("executor for task type")
 
 
 def register_executor(task_type: str, fn: Executor) -> Executor:
-    _EXECUTORS[task_type] = fn
-    return fn
+    """The data side of kind ``task_type``; a second executor for one kind is refused."""
+    return EXECUTORS.register(task_type, fn)
 
 
 class ActorHost:
@@ -45,10 +48,9 @@ class ActorHost:
         self.stream = stream
         self.unit = unit
         try:
-            self.executor = _EXECUTORS[task.task_type]
-        except KeyError:
-            raise KeyError(f"no executor for task type '{task.task_type}'; known: "
-                           f"{sorted(_EXECUTORS)}") from None
+            self.executor = EXECUTORS.get(task.task_type)
+        except RegistryError as e:
+            raise RegistryError(f"task {task.task_id} ({task.label}): {e}") from None
         self.nodes = []
         for node in task.exec_sequence:
             op = get_op(node.kernel.op_type)

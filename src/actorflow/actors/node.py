@@ -25,42 +25,43 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from actorflow.actors import unit_wire as uw
+from actorflow.actors.hosting import Deliver, HostingFactory, UnitHosting
 from actorflow.actors.routing import Router, split_address
 from actorflow.errors import ActorflowError, MessageRejected, TransportError, WaitTimeout
-from actorflow.plan.model import Plan, RegstDesc, Task
+from actorflow.plan.model import Plan, RegstDesc
 from actorflow.protocol.messages import Msg, cmd
+from actorflow.registry import Registry
 from actorflow.transport.comm import Listener, listen
 from actorflow.transport.outbox import Outbox
 from actorflow.transport.registry import tcp_address
 from actorflow.transport.security import Security
 
-Deliver = Callable[[Task | None, int, dict], None]
-_HOSTINGS: dict[str, Callable[[MachineNode], Any]] = {}
+
+def _builtin_unit_kinds() -> None:
+    from actorflow.actors.process_hosting import ProcessHosting
+    from actorflow.actors.thread_hosting import ThreadHosting
+
+    register_unit_kind("thread", ThreadHosting)
+    register_unit_kind("process", ProcessHosting)
 
 
-def register_unit_kind(name: str, factory: Callable[[MachineNode], Any]) -> None:
+# how a node runs its units, by name (``--unit``): factory(node) -> UnitHosting
+UNIT_KINDS: Registry[HostingFactory] = Registry("unit kind", loader=_builtin_unit_kinds)
+
+
+def register_unit_kind(name: str, factory: HostingFactory) -> HostingFactory:
     """``factory(node)`` builds the object that hosts the node's units (see ThreadHosting)."""
-    _HOSTINGS[name] = factory
+    return UNIT_KINDS.register(name, factory)
 
 
 def unit_kinds() -> list[str]:
-    _load_kinds()
-    return sorted(_HOSTINGS)
-
-
-def _load_kinds() -> None:
-    if "process" not in _HOSTINGS:
-        try:
-            import actorflow.actors.process_hosting  # noqa: F401  (registers "process")
-        except ModuleNotFoundError as e:
-            if e.name != "actorflow.actors.process_hosting":
-                raise
+    return UNIT_KINDS.names()
 
 
 class MachineView:
@@ -100,9 +101,7 @@ class MachineNode:
                  on_deliver: Deliver | None = None, timeout: float = 30.0,
                  security: Security | None = None) -> None:
         """``security``: how every socket of this machine authenticates (transport's hook)."""
-        _load_kinds()
-        if unit not in _HOSTINGS:
-            raise TransportError(f"unknown unit kind '{unit}'; known: {', '.join(unit_kinds())}")
+        make_hosting = UNIT_KINDS.get(unit)
         self.view = MachineView(plan, machine_id)
         self.plan = plan
         self.machine_id = machine_id
@@ -122,7 +121,7 @@ class MachineNode:
         self._rx_stop = threading.Event()
         self._closed = False
         self.outbox = Outbox(self.name, security=security)
-        self.hosting = _HOSTINGS[unit](self)
+        self.hosting: UnitHosting = make_hosting(self)
         self.router: Router = self.hosting.router
 
     # -- wiring ------------------------------------------------------------------------
@@ -287,11 +286,3 @@ class MachineNode:
                 err.__cause__ = e
                 self.fail(err)
 
-
-def _register_thread() -> None:
-    from actorflow.actors.thread_hosting import ThreadHosting
-
-    register_unit_kind("thread", ThreadHosting)
-
-
-_register_thread()

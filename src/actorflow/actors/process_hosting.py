@@ -299,12 +299,3 @@ def error_from_body(body: dict) -> ActorflowError:
     if not (isinstance(cls, type) and issubclass(cls, ActorflowError)) or cls is KernelError:
         cls = ProtocolError
     return cls(str(body.get("message", "unit failed")))
-
-
-def _register() -> None:
-    from actorflow.actors.node import register_unit_kind
-
-    register_unit_kind("process", ProcessHosting)
-
-
-_register()

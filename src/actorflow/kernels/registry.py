@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from actorflow.errors import OpError
+from actorflow.errors import OpError, UnknownOpError
 from actorflow.kernels.blob import BlobDesc
+from actorflow.registry import Registry
 
 InferFn = Callable[[Mapping[str, BlobDesc], Mapping[str, Any]], dict[str, BlobDesc]]
 KernelFn = Callable[
@@ -74,36 +75,23 @@ class OpDef:
             ) from e
 
 
-_OPS: dict[str, OpDef] = {}
+def _load_builtin_ops() -> None:
+    from actorflow.kernels import ops  # noqa: F401  (registers every built-in op)
+
+
+OPS: Registry[OpDef] = Registry("op type", loader=_load_builtin_ops, error=UnknownOpError)
 
 
 def register_op(op: OpDef) -> OpDef:
-    if op.op_type in _OPS:
-        raise ValueError(f"op type '{op.op_type}' is registered twice")
-    _OPS[op.op_type] = op
-    return op
+    """Register ``op`` by its op type; a second definition of one type is refused."""
+    return OPS.register(op.op_type, op)
 
 
 def get_op(op_type: str) -> OpDef:
-    _ensure_loaded()
-    try:
-        return _OPS[op_type]
-    except KeyError:
-        raise OpError(
-            f"unknown op type '{op_type}'; known op types: {', '.join(sorted(_OPS))}"
-        ) from None
+    """The op definition of ``op_type``; unknown types raise ``UnknownOpError`` (an
+    ``OpError``) listing the known ones."""
+    return OPS.get(op_type)
 
 
 def op_types() -> list[str]:
-    _ensure_loaded()
-    return sorted(_OPS)
-
-
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from actorflow.kernels import ops  # noqa: F401  (registers every built-in op)
+    return OPS.names()

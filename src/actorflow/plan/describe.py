@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from actorflow.plan.model import Plan, RegstDesc, Task
+from actorflow.protocol.kinds import KINDS
 
-_SHAPES = {"input": "invhouse", "source": "invhouse", "output": "house", "comm_net": "cds",
-           "boxing": "hexagon", "tick": "point"}
+
+def _shape(task_type: str) -> str:
+    return KINDS.get(task_type).shape if task_type in KINDS else "box"
 
 
 def _blobs(d: RegstDesc) -> str:
@@ -63,6 +65,10 @@ def show(plan: Plan) -> str:
                                  f"{_blobs(d)}  {nb} B/piece {to}")
     lines.append(f"total: {ndesc} regst descs, {total} B written per piece, "
                  f"{comm_bytes(plan)} B per piece cross machines")
+    lines.append("task types:")
+    for name in sorted({t.task_type for t in plan.tasks}):
+        what = KINDS.get(name).description if name in KINDS else "(unknown task type)"
+        lines.append(f"  {name}: {what}")
     sbp = plan.ctrl.get("sbp")
     if sbp:
         lines.append("sbp signatures:")
@@ -89,7 +95,7 @@ def to_dot(plan: Plan) -> str:
         out.append(f'    label="machine {mid}"; style=rounded; color="#7a7a7a";')
         for t in by_machine[mid]:
             label = f"{t.task_id}: {t.label}\n{t.task_type} (thrd {t.thrd_id})\n{_ops(t)}"
-            shape = _SHAPES.get(t.task_type, "box")
+            shape = _shape(t.task_type)
             out.append(f"    t{t.task_id} [label={_q(label)}, shape={shape}];")
         out.append("  }")
     for t in plan.tasks:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import gc
 
 from actorflow.errors import OpError, PlanValidationError
-from actorflow.plan.model import SCHEMA_VERSION, TASK_TYPES, Plan, RegstDesc, Task
+from actorflow.plan.model import SCHEMA_VERSION, Plan, RegstDesc, Task
+from actorflow.protocol.kinds import KINDS
+from actorflow.protocol.rules import Structure, article
 
 
 def _fail(source: str, msg: str) -> PlanValidationError:
@@ -61,11 +63,12 @@ def _collect(plan: Plan) -> list[str]:
                 errs.append(f"regst desc {d.regst_desc_id} is produced twice (tasks "
                             f"{descs[d.regst_desc_id].producer_task_id} and {t.task_id})")
             descs[d.regst_desc_id] = d
+    structure = Structure(descs, {t.task_id: t.machine_id for t in plan.tasks})
     for t in plan.tasks:
         where = f"task {t.task_id} ({t.label})"
-        if t.task_type not in TASK_TYPES:
+        if t.task_type not in KINDS:
             errs.append(f"{where}: unknown task type '{t.task_type}' (known: "
-                        f"{', '.join(TASK_TYPES)})")
+                        f"{', '.join(KINDS.names())})")
         if not 0 <= t.machine_id < plan.machines.count:
             errs.append(f"{where}: machine_id {t.machine_id} out of range "
                         f"[0, {plan.machines.count})")
@@ -96,7 +99,7 @@ def _collect(plan: Plan) -> list[str]:
                     errs.append(f"{where}: consumes regst desc {i}, whose consumer list "
                                 f"{descs[i].consumer_task_ids} does not include it")
         errs.extend(_check_exec(t, descs))
-        errs.extend(_check_kind(t, descs))
+        errs.extend(_check_kind(t, structure))
     return errs
 
 
@@ -170,33 +173,24 @@ def _check_exec(t: Task, descs: dict[int, RegstDesc]) -> list[str]:
     return errs
 
 
-def _check_kind(t: Task, descs: dict[int, RegstDesc]) -> list[str]:
+def _check_kind(t: Task, s: Structure) -> list[str]:
+    """The kind's own structural rule, and: only kinds that may (comm_net) read regsts
+    produced on another machine."""
+    if t.task_type not in KINDS:
+        return []  # reported above
+    kind = KINDS.get(t.task_type)
     where = f"task {t.task_id} ({t.label})"
-    errs = []
-    ids = t.consumed_ids()
-    if t.task_type in ("input", "source") and not t.produced:
-        errs.append(f"{where}: a {t.task_type} task must produce a regst desc")
-    if t.task_type == "input" and any(not descs[i].is_ctrl for i in ids if i in descs):
-        errs.append(f"{where}: an input task consumes no data regsts")
-    if t.task_type == "output" and (len(ids) != 1 or t.produced):
-        errs.append(f"{where}: an output task consumes exactly one regst desc and produces none")
-    if t.task_type in ("acc", "repeat", "comm_net", "copy_h2d", "copy_d2h") and not t.exec_sequence:
-        if len(ids) != 1 or len(t.produced) != 1:
-            errs.append(f"{where}: a {t.task_type} task consumes one regst desc and produces one")
-        elif ids[0] in descs:
-            src = descs[ids[0]].blobs
-            dst = next(iter(t.produced.values())).blobs
-            if src != dst:
-                errs.append(f"{where}: blobs of consumed regst desc {ids[0]} "
-                            f"{_fmt(src)} differ from produced {_fmt(dst)}")
-    for key, n in (("acc_num", "acc"), ("repeat_num", "repeat")):
-        if t.task_type == n and int(t.attrs.get(key, 0)) < 1:
-            errs.append(f"{where}: attr '{key}' must be >= 1")
+    errs = [f"{where}: {e}" for e in kind.rule(t, s)]
+    if not kind.remote_inputs:
+        for i in t.consumed_ids():
+            d = s.descs.get(i)
+            m = s.machine_of.get(d.producer_task_id) if d is not None else None
+            if m is not None and m != t.machine_id:
+                errs.append(f"{where}: reads regst desc {i} produced on machine {m}; "
+                            f"{article(t.task_type)} task reads only regsts of its own machine "
+                            f"{t.machine_id} (an edge between machines goes through a "
+                            "comm_net task on the receiving machine)")
     return errs
-
-
-def _fmt(blobs) -> str:
-    return "{" + ", ".join(f"{k}: {v.shape} {v.dtype}" for k, v in blobs.items()) + "}"
 
 
 def _check_cycles(plan: Plan, source: str) -> None:

@@ -2,10 +2,14 @@
 
 ``handle(msg) -> actions`` with no threads, sockets, clocks or arrays (DESIGN.md, "The
 actor protocol").  This package is the floor of the dependency graph: it imports nothing
-of actorflow but ``errors`` and reads tasks through the typed views of ``task.py``.
+of actorflow but ``errors`` and ``registry`` and reads tasks through the typed views of
+``task.py``.
 
 - ``messages``: ``Msg`` (READY/ACK/EORD/CMD) and the actions ``Act``/``Exit``;
 - ``state``: the base state machine (the ``normal`` kind) and its wait descriptions;
-- ``kinds``: the refinements by task type (input, source, output, tick, acc, repeat, ...);
+- ``kinds``: one ``Kind`` record per task type (state machine, structural rule,
+  description), registered once in ``KINDS``; ``kind_states`` holds the refined state
+  machines (input, source, output, tick, acc, repeat) and ``rules`` the structural rules
+  that ``Plan.validate`` runs;
 - ``simulate``: every actor of a plan on one message queue (the dry run / progress check).
 """

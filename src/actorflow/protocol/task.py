@@ -1,8 +1,10 @@
 """What the protocol reads of a plan: a small typed interface, not the Plan classes.
 
 ``protocol`` is the floor of the package graph (it imports nothing of actorflow but
-``errors``), so it cannot import ``plan.model``.  ``plan.Task``/``RegstDesc``/``Plan``
-satisfy these structurally; tests may hand in anything else that has the same fields.
+``errors`` and ``registry``), so it cannot import ``plan.model``.  ``plan.Task``/
+``RegstDesc``/``Plan`` satisfy these structurally; tests may hand in anything else that
+has the same fields.  The state machines read ``TaskView``; the kinds' structural rules
+(``protocol.rules``, run by ``Plan.validate``) read the wider ``TaskShape``.
 """
 
 from __future__ import annotations
@@ -50,3 +52,29 @@ class PlanView(Protocol):
 
     @property
     def tasks(self) -> Sequence[Any]: ...  # TaskView
+
+
+class DescShape(RegstDescView, Protocol):
+    """A regst desc as the structural rules see it: also its producer, blobs, memory."""
+
+    @property
+    def producer_task_id(self) -> int: ...
+
+    @property
+    def blobs(self) -> Mapping[str, Any]: ...  # name -> blob desc (compared with ==)
+
+    @property
+    def mem_case(self) -> str: ...
+
+    @property
+    def is_ctrl(self) -> bool: ...
+
+
+class TaskShape(TaskView, Protocol):
+    """A task as the structural rules see it: also its machine and its kernels."""
+
+    @property
+    def machine_id(self) -> int: ...
+
+    @property
+    def exec_sequence(self) -> Sequence[Any]: ...  # kernels (ExecNode); rules count them
