@@ -6,6 +6,8 @@ message alone tells the user what to fix.  Causes are chained with ``raise ... f
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ActorflowError(Exception):
     """Base of every error actorflow raises on purpose."""
@@ -125,6 +127,9 @@ class TraceError(ActorflowError):
 
 class StallError(WaitTimeout):
     """The watchdog saw no progress for ``stall_timeout`` seconds; names the stuck actors."""
+
+    report: Any = None  # the why-stuck report (``trace.whystuck.StuckReport``) behind it
+    dump_path: str | None = None  # the flight-recorder dump written for it, if any
 
 
 class RegistryError(FatalError, LookupError):

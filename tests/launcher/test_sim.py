@@ -100,3 +100,16 @@ def test_sim_missing_plan_file_is_one_line(flowlaunch, tmp_path):
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "nope.plan: no such file" in lines[0], r.stderr
+
+
+def test_out_keeps_outputs_named_like_savez_options(flowlaunch, tmp_path):
+    """An output called 'allow_pickle' (or 'file') is saved as an array, not taken as an
+    option of the writer."""
+    out = tmp_path / "o.npz"
+    r = flowlaunch.run("sim", JOBS / "option_named_outputs.py", "--machines", 1, "--out", out)
+    assert r.returncode == 0, r.stderr
+    with np.load(out, allow_pickle=False) as f:
+        assert sorted(f.files) == ["allow_pickle", "file"]
+        pieces = np.stack([np.arange(3, dtype="float32") + 10 * p for p in range(3)])
+        np.testing.assert_array_equal(f["allow_pickle"], 2 * pieces)
+        np.testing.assert_array_equal(f["file"], pieces)

@@ -176,7 +176,7 @@ class MachineNode:
     def command(self, task_id: int, name: str, payload: Any = None) -> None:
         """Send ``CMD name`` to a task of any machine."""
         self._check()
-        self._route_cmd(cmd(task_id, name, payload), ())
+        self._route_cmd(cmd(task_id, name, payload), [])
 
     def push_feed(self, task_id: int, arrays: Mapping[str, np.ndarray]) -> None:
         """One piece for input task ``task_id`` (on any machine)."""

@@ -127,6 +127,7 @@ class ProcessUnit:
             if msg is not None:
                 local.append(msg)
         self.early = []
+        msg: Msg | None
         while unit.live > 0:
             if local:
                 msg = local.popleft()

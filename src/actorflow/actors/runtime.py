@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from actorflow.actors.executors import ActorHost
+from actorflow.actors.hosting import Deliver
 from actorflow.actors.memory import Allocator, HostAllocator
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
 from actorflow.plan.model import Plan, Task
@@ -168,7 +169,7 @@ class MachineRuntime:
         machine_ids: Iterable[int] | None = None,
         allocator: Allocator | None = None,
         recorder: Any = None,
-        on_deliver: Callable[[Task, int, dict], None] | None = None,
+        on_deliver: Deliver | None = None,
         units: Iterable[tuple[int, int]] | None = None,
         producer_of: dict[int, int] | None = None,
     ) -> None:

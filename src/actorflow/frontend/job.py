@@ -121,7 +121,7 @@ class Job:
         # other ops: ranks None, the compiler places them with their widest input too
         op.sbp = sbp.code if sbp is not None else None
         try:
-            op.out = infer_op(op, {k: self._ops[t.name].out for k, t in inputs.items()})
+            op.out = infer_op(op, {k: self._ops[t.name].blob for k, t in inputs.items()})
         except OpError as e:
             raise CompileError(f"job '{self.name}': {e}") from e
         self.spec.ops.append(op)

@@ -19,6 +19,8 @@ class Placement:
     """Immutable, hashable, cached: ``device_type`` plus a tuple of distinct ranks."""
 
     __slots__ = ("device_type", "ranks")
+    device_type: str
+    ranks: tuple[int, ...]
     _cache: ClassVar[dict[tuple[str, tuple[int, ...]], Placement]] = {}
 
     def __new__(cls, device_type: str, ranks: tuple[int, ...]) -> Placement:
@@ -72,6 +74,9 @@ def placement(
         ranks = [ranks]
     if ranks is None:
         ranks = [0]
+    if not isinstance(ranks, Iterable):
+        raise ArgumentTypeError(f"placement: ranks must be a list of ints, got "
+                                f"{type(ranks).__name__} {ranks!r}")
     ranks = list(ranks)
     if not ranks:
         raise UsageError("placement: ranks must not be empty (give at least one rank, e.g. [0])")

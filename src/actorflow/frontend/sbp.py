@@ -35,6 +35,7 @@ class SbpParallel:
 
 class Split(SbpParallel):
     __slots__ = ("axis", "code")
+    axis: int
     _cache: ClassVar[dict[int, Split]] = {}
 
     def __new__(cls, axis: int) -> Split:

@@ -34,23 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
-        try:
-            mod = importlib.import_module(f"actorflow.launcher.cmd_{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"actorflow.launcher.cmd_{name}":
-                raise
-            continue
-        mod.register(sub)
+        importlib.import_module(f"actorflow.launcher.cmd_{name}").register(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    from actorflow.launcher import cmd_spmd
+
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        from actorflow.launcher import cmd_spmd
-    except ModuleNotFoundError:
-        cmd_spmd = None
-    if cmd_spmd is not None and cmd_spmd.wants(argv):
+    if cmd_spmd.wants(argv):
         return cmd_spmd.main(argv)
     parser = build_parser()
     args = parser.parse_args(argv)

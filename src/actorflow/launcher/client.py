@@ -148,7 +148,7 @@ class ControlClient:
             self.send("hb", pieces=self.pieces)
         sock = self._sock
         if sock.poll(int(timeout * 1000)):
-            while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            while int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
                 self._inbox.append(wire.unpack(sock.recv(), f"the master at {self.where}"))
             self._last_rx = time.monotonic()
         elif self._connected and time.monotonic() - self._last_rx > self.master_timeout:

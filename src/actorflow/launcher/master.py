@@ -163,8 +163,8 @@ class ControlMaster:
         try:
             self._loop()
         except Exception as e:  # a bug here must still end the run, loudly
-            self._fail({"rank": 0, "kind": "master", "message": f"master crashed: {e!r}"})
-            self._broadcast("abort", reason=self.error["message"])
+            root = self._fail({"rank": 0, "kind": "master", "message": f"master crashed: {e!r}"})
+            self._broadcast("abort", reason=root["message"])
         finally:
             self.t_end = self.t_end or time.monotonic()
             self._send_final()
@@ -176,7 +176,7 @@ class ControlMaster:
         while self.phase not in ("ended", "aborted", "closed"):
             if poller.poll(100):
                 sock = self._sock
-                while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:  # no zmq.Again exceptions
+                while int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:  # no zmq.Again exceptions
                     ident, data = sock.recv_multipart()
                     try:
                         self._handle(ident, wire.unpack(data, f"peer {ident!r}"))
@@ -362,19 +362,21 @@ class ControlMaster:
             self._broadcast("barrier_ok", name=str(msg["name"]))
 
     # -- failure and output ----------------------------------------------------------------
-    def _fail(self, err: dict) -> None:
+    def _fail(self, err: dict) -> dict:
+        """Record ``err`` unless an earlier failure did; return the root cause."""
         if self.error is None:  # the first failure is the root cause
             self.error = err
             if err.get("kind") != "setup":  # a setup error is each worker's own one line
                 self.log(f"run failed: {err.get('message')}")
+        return self.error
 
     def _abort(self, err: dict) -> None:
-        self._fail(err)
+        root = self._fail(err)
         if self.phase in ("aborted", "ended"):
             return
         self.phase = "aborted"
         self.t_end = time.monotonic()
-        reason = f"machine {self.error.get('rank')} failed: {self.error.get('message')}"
+        reason = f"machine {root.get('rank')} failed: {root.get('message')}"
         for i in self.ranks.values():
             if i.status not in ("failed", "lost", "bye"):
                 self._send(i.ident, "abort", reason=reason)

@@ -42,7 +42,7 @@ class Monitor:
             self._sock.send(wire.pack("watch"))
         if not self._sock.poll(int(timeout * 1000)):
             return
-        while self._sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        while int(self._sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
             msg = wire.unpack(self._sock.recv(), "the master")
             t = msg["t"]
             if t == "watching":

@@ -1,7 +1,7 @@
 """Output pieces at the end of a run: arrays from the wire, ``--out FILE.npz``, ``check()``.
 
 ``--out`` writes one array per output with the pieces stacked on axis 0 (key = output name;
-``name.blob`` for outputs with several blobs), via ``np.savez`` — no pickle.  A job file may
+``name.blob`` for outputs with several blobs), in ``np.savez`` format — no pickle.  A job file may
 define ``check(outputs)``: it gets the list of pieces when the plan has one output (a dict of
 lists otherwise) and returns the max error (float) or a bool; flowlaunch prints it and
 fails the run when it is above ``tolerance`` or False.
@@ -9,6 +9,7 @@ fails the run when it is above ``tolerance`` or False.
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,12 @@ def save_outputs(path: str | Path, outputs: Outputs) -> Path:
             arrays[name] = np.stack(pieces)
     path = Path(path)
     try:
-        with open(path, "wb") as f:
-            np.savez(f, **arrays)
+        # what np.savez writes (one .npy per name in a zip), without its keyword arguments:
+        # np.savez(f, **arrays) would take an output named "allow_pickle" as its option
+        with zipfile.ZipFile(path, "w") as zf:
+            for name, arr in arrays.items():
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+                    np.lib.format.write_array(f, arr, allow_pickle=False)
     except OSError as e:
         raise LaunchError(f"--out {path}: cannot write: {e.strerror or e}") from e
     return path

@@ -26,6 +26,7 @@ _ERROR_RE = re.compile(r"(error:|Error\b|Exception\b|Traceback|failed|Killed)")
 _PR_SET_PDEATHSIG = 1
 
 
+_LIBC: ctypes.CDLL | None
 try:
     _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: a forked child must not dlopen
 except OSError:

@@ -117,6 +117,7 @@ class AccState(ActorState):
     def _start_act(self) -> Act:
         p = self._prod[0]
         if self.flush:  # emit the partial group, no input read
+            assert self.held is not None  # _can_act flushes only a held regst
             self.flush = False
             act = Act(self.task_id, self.acts, self.groups, [], [(p.desc_id, self.held)],
                       (False, True, -1))
@@ -125,13 +126,13 @@ class AccState(ActorState):
             return act
         c = self._cons[0]
         first = self.held is None
-        if first:
-            self.held = p.free.popleft()
+        held = p.free.popleft() if self.held is None else self.held
+        self.held = held
         slot, in_piece = c.ready.popleft()
         self.count += 1
         emit = self.count == self.acc_num
         act = Act(self.task_id, self.acts, self.groups, [(c.desc_id, slot)],
-                  [(p.desc_id, self.held)], (first, emit, in_piece))
+                  [(p.desc_id, held)], (first, emit, in_piece))
         if emit:
             self.held, self.count = None, 0
             self.groups += 1

@@ -70,9 +70,9 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
                 tracks.setdefault(task, []).append(s)
                 open_acts[(task, ev.act_id)] = current[task] = s
             elif ev.kind == ACT_END:
-                s = open_acts.pop((task, ev.act_id), None)
-                if s is not None:
-                    s.end = max(s.end, ev.t)
+                begun = open_acts.pop((task, ev.act_id), None)
+                if begun is not None:
+                    begun.end = max(begun.end, ev.t)
             continue
         if ev.kind == RECV:
             name = f"{MSG_TYPE_NAMES[ev.type]}" + (f" {ev.cmd}" if ev.type == CMD else "")
@@ -84,11 +84,11 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
             if ev.src >= 0:
                 recv_at[ev.msg_id] = (task, ev.t)
         elif ev.kind == SEND:
-            s = current.get(task)
-            if s is None:  # nothing of this actor recorded before (flight recorder wrapped)
-                s = current[task] = _Slice("send", ev.t, {})
-                tracks.setdefault(task, []).append(s)
-            s.end = max(s.end, ev.t)
+            at = current.get(task)
+            if at is None:  # nothing of this actor recorded before (flight recorder wrapped)
+                at = current[task] = _Slice("send", ev.t, {})
+                tracks.setdefault(task, []).append(at)
+            at.end = max(at.end, ev.t)
             send_at[ev.msg_id] = (task, ev.t, ev.type)
     for s in open_acts.values():  # acts still running when the trace ended
         s.end = max(s.end, end_of_run)

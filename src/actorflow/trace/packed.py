@@ -35,6 +35,7 @@ def decode(words: Sequence[int], cmds: dict[int, tuple[str, Any]] | None = None)
     try:
         while i < n:
             code = words[i]
+            row: list[Any]
             if code <= RECV:
                 row = list(words[i:i + MSG_WORDS])
                 c = cmds.get(i)

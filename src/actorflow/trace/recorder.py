@@ -266,7 +266,7 @@ class Recorder:
         """The newest entry of every unit: the watchdog's progress signal (compare by ``is``)."""
         return [u.marker() for u in list(self.units.values())]
 
-    def flight_rows(self) -> dict[tuple[int, int], list[list]]:
+    def flight_rows(self) -> dict[tuple[int, int], list[tuple] | list[list]]:
         return {k: u.rows() for k, u in list(self.units.items())}
 
     def dump(self, reason: str, states: Iterable[dict], error: str = "",

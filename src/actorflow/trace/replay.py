@@ -142,7 +142,7 @@ def replay_actor(directory: str | os.PathLike, task_id: int,
             if not _same_send(a, ev):
                 return diverge(i, f"recorded {ev.describe()}, but the state machine does "
                                   f"{_describe_action(a)}")
-        elif ev.kind == ACT_BEGIN:
+        elif isinstance(ev, ActEvent) and ev.kind == ACT_BEGIN:
             a = expected.popleft() if expected else None
             if a is None or not _same_act(a, ev):
                 what = _describe_action(a) if a is not None else "nothing"
@@ -150,7 +150,7 @@ def replay_actor(directory: str | os.PathLike, task_id: int,
                 return diverge(i, f"recorded {ev.describe()}, but the state machine does "
                                   f"{what}")
             started[a.act_id] = a
-        elif ev.kind == ACT_END:
+        elif isinstance(ev, ActEvent) and ev.kind == ACT_END:
             a = started.pop(ev.act_id, None)
             if a is None:
                 return diverge(i, f"recorded {ev.describe()} of an act that never began")

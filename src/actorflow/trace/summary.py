@@ -189,9 +189,9 @@ def critical_path(trace: Trace, piece: int | None = None) -> dict[str, Any]:
             if ev.kind == ACT_BEGIN:
                 open_[(ev.task, ev.act_id)] = ev
             else:
-                b = open_.pop((ev.task, ev.act_id), None)
-                if b is not None:
-                    acts[ev.task].append((b.t, ev.t, b))
+                begin = open_.pop((ev.task, ev.act_id), None)
+                if begin is not None:
+                    acts[ev.task].append((begin.t, ev.t, begin))
         elif ev.kind == RECV and ev.type == READY and ev.src >= 0:
             readies[ev.dst].append(ev)
         elif ev.kind == SEND:
@@ -204,7 +204,8 @@ def critical_path(trace: Trace, piece: int | None = None) -> dict[str, Any]:
     final = acts[outs[0]]
     pieces = sorted(a[2].piece for a in final)
     want = pieces[len(pieces) // 2] if piece is None else piece
-    cur = next((a for a in final if a[2].piece == want), final[len(final) // 2])
+    cur: tuple[int, int, ActEvent] | None = next((a for a in final if a[2].piece == want),
+                                                 final[len(final) // 2])
     steps: list[dict] = []
     seen = 0
     while cur is not None and seen < 10_000:

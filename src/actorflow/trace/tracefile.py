@@ -42,13 +42,14 @@ def clock_anchor() -> tuple[int, int, int]:
     one process share it exactly and only different processes add its error."""
     global _ANCHOR
     if _ANCHOR is None:
-        best = None
+        best: tuple[int, int, int] | None = None
         for _ in range(7):
             a = time.perf_counter_ns()
             w = time.time_ns()
             b = time.perf_counter_ns()
             if best is None or b - a < best[2]:
                 best = (w, (a + b) // 2, (b - a) // 2 + 1)
+        assert best is not None  # the loop ran
         _ANCHOR = best
     return _ANCHOR
 

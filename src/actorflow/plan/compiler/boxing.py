@@ -88,19 +88,18 @@ def plan_boxing(shape: tuple[int, ...], src_code: str, src: tuple[Device, ...], 
         want = piece_box(shape, dst_code, q, j)
         if src_code == "B":
             i = _pick_copy(src, dst[j], j)
-            frags = (Fragment(i, want, want == src_boxes[i]),)
-            targets.append(Target(frags, "none"))
+            targets.append(Target((Fragment(i, want, want == src_boxes[i]),), "none"))
         elif src_code == "P":
-            frags = tuple(Fragment(i, want, want == src_boxes[i]) for i in range(p))
-            targets.append(Target(frags, "add" if p > 1 else "none"))
+            added = tuple(Fragment(i, want, want == src_boxes[i]) for i in range(p))
+            targets.append(Target(added, "add" if p > 1 else "none"))
         else:
-            frags = []
+            parts = []
             for i, have in enumerate(src_boxes):
                 common = _intersect(want, have)
                 if common is not None:
-                    frags.append(Fragment(i, _relative(common, have), common == have))
+                    parts.append(Fragment(i, _relative(common, have), common == have))
             axis = split_axis(src_code)
-            targets.append(Target(tuple(frags), "concat" if len(frags) > 1 else "none",
+            targets.append(Target(tuple(parts), "concat" if len(parts) > 1 else "none",
                                   axis or 0))
     return tuple(targets)
 

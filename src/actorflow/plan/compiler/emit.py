@@ -91,9 +91,9 @@ class Emitter:
             self._wire(t, ids)
         self._add_ticks()
         for t in self.tasks:  # scratch descs: nobody waits for them
-            for d in t.produced.values():
-                if not d.consumer_task_ids:
-                    d.register_num = 1
+            for desc in t.produced.values():
+                if not desc.consumer_task_ids:
+                    desc.register_num = 1
         return self.tasks
 
     def _read(self, t: Task, nid: int) -> RegstDesc:

@@ -38,6 +38,14 @@ class LogicalOp:
     register_num: int | None = None
     out: BlobDesc | None = None  # logical output (filled by infer)
 
+    @property
+    def blob(self) -> BlobDesc:
+        """The inferred output; output ops have none, and no op may read one."""
+        if self.out is None:
+            raise CompileError(f"op '{self.name}' ({self.op_type}) has no output to read (an "
+                               "output op, or not inferred yet)")
+        return self.out
+
     def to_dict(self) -> dict:
         return {"name": self.name, "op_type": self.op_type, "inputs": dict(self.inputs),
                 "attrs": dict(self.attrs), "device_type": self.device_type,
@@ -94,7 +102,7 @@ def infer_job(job: JobSpec) -> None:
                                    f"'{src}', which is not an earlier op of the job")
             if seen[src].out is None:
                 raise CompileError(f"job '{job.name}': op '{op.name}' reads output op '{src}'")
-            ins[arg] = seen[src].out
+            ins[arg] = seen[src].blob
         try:
             op.out = infer_op(op, ins)
         except OpError as e:

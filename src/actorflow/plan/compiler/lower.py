@@ -47,6 +47,13 @@ class PNode:
     parallel: tuple[int, int] = (0, 1)
     task_attrs: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def blob(self) -> BlobDesc:
+        """The output a reader of this node gets (only output nodes have none)."""
+        if self.out is None:
+            raise CompileError(f"node '{self.name}' ({self.kind}) has no output to read")
+        return self.out
+
 
 @dataclass
 class Layout:
@@ -114,6 +121,7 @@ class Lowering:
     def _input(self, op: LogicalOp) -> None:
         dev = self._devices(op, op.ranks or (0,))[:1]
         kind, attrs, op_type = op.op_type, {}, ""
+        task_attrs: dict[str, Any]
         if kind == "input":
             task_attrs = {"input_name": op.name}
         else:
@@ -130,7 +138,7 @@ class Lowering:
         src = self.layouts[op.inputs["in"]]
         devs = self._devices(op, op.ranks) if op.ranks is not None else src.devices
         dtype = op.device_type if op.ranks is not None else src.device_type
-        code = self._code(op, op.out.shape, op.sbp or src.code, len(devs))
+        code = self._code(op, op.blob.shape, op.sbp or src.code, len(devs))
         nodes = self.box(op.inputs["in"], devs, code)
         self.layouts[op.name] = Layout(devs, code, nodes, dtype)
         self.choices[op.name] = f"{code} on {self._ranks_text(devs)}"
@@ -146,7 +154,7 @@ class Lowering:
 
     def _no_input(self, op: LogicalOp) -> None:
         devs = self._devices(op, op.ranks or (0,))
-        shape = op.out.shape
+        shape = op.blob.shape
         code = self._code(op, shape, op.sbp, len(devs))
         nodes = []
         for j, dev in enumerate(devs):
@@ -179,17 +187,17 @@ class Lowering:
     def _kernel(self, op: LogicalOp) -> None:
         devs, dtype = self._placement_of(op)
         p = len(devs)
-        ins = {arg: self._op[src].out for arg, src in op.inputs.items()}
+        ins = {arg: self._op[src].blob for arg, src in op.inputs.items()}
         sig = self._choose(op, devs, ins)
         in_codes, out_code = sig
         pieces = {arg: self.box(op.inputs[arg], devs, in_codes[arg]) for arg in op.inputs}
         opdef = get_op(op.op_type)
         nodes = []
         for j, dev in enumerate(devs):
-            box = piece_box(op.out.shape, out_code, p, j)
+            box = piece_box(op.blob.shape, out_code, p, j)
             shape = tuple(e - b for b, e in box)
             attrs = sbp_rules.physical_attrs(op.op_type, op.attrs, shape)
-            phys_in = {arg: self.nodes[ids[j]].out for arg, ids in pieces.items()}
+            phys_in = {arg: self.nodes[ids[j]].blob for arg, ids in pieces.items()}
             try:
                 out = opdef.infer_checked(op.name, phys_in, attrs)["out"]
             except OpError as e:
@@ -215,9 +223,9 @@ class Lowering:
             return {k: "B" for k in ins}, "B"
         shapes = {k: d.shape for k, d in ins.items()}
         best, best_cost = None, None
-        for sig in sbp_rules.signatures(op.op_type, shapes, op.out.shape, op.attrs):
+        for sig in sbp_rules.signatures(op.op_type, shapes, op.blob.shape, op.attrs):
             in_codes, out_code = sig
-            if not valid_code(op.out.shape, out_code, p) or any(
+            if not valid_code(op.blob.shape, out_code, p) or any(
                     not valid_code(shapes[k], c, p) for k, c in in_codes.items()):
                 continue
             total = [0, 0]
@@ -247,7 +255,7 @@ class Lowering:
         key = (name, devs, code)
         if key in self._boxed:
             return self._boxed[key]
-        desc = self._op[name].out
+        desc = self._op[name].blob
         targets = plan_boxing(desc.shape, src.code, src.devices, code, devs)
         if targets is None:
             raise CompileError(f"job '{self.job.name}': tensor '{name}' cannot be boxed from "
@@ -267,7 +275,7 @@ class Lowering:
             attrs = {"axis": t.axis} if op_type == "concat" else {}
             ins = {f"in_{k}": pid for k, pid in enumerate(ports)}
             outd = get_op(op_type).infer_checked(
-                f"box_{name}", {k: self.nodes[v].out for k, v in ins.items()}, attrs)["out"]
+                f"box_{name}", {k: self.nodes[v].blob for k, v in ins.items()}, attrs)["out"]
             out.append(self._node("boxing", f"box_{name}_{src.code}to{code}@{j}", op_type,
                                   attrs, devs[j], ins, outd, device_type=src.device_type))
         self._boxed[key] = out
@@ -278,7 +286,7 @@ class Lowering:
         if key not in self._slices:
             attrs = {"begin": [b for b, _ in region], "end": [e for _, e in region]}
             node = self.nodes[src.nodes[i]]
-            out = BlobDesc(tuple(e - b for b, e in region), node.out.dtype)
+            out = BlobDesc(tuple(e - b for b, e in region), node.blob.dtype)
             self._slices[key] = self._node("boxing", f"slice_{name}@{i}.{len(self._slices)}",
                                            "box_slice", attrs, src.devices[i],
                                            {"in": src.nodes[i]}, out,

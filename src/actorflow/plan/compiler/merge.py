@@ -53,6 +53,6 @@ def group_nodes(nodes: list[PNode], merge: bool = True) -> list[list[int]]:
     for n in nodes:
         if n.id not in group_of:  # a constant nobody reads
             new_group(n.id)
-    for g in groups:
-        g.sort()
+    for group in groups:
+        group.sort()
     return groups
