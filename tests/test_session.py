@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import actorflow as af
-from actorflow.errors import SessionClosed
+from actorflow.errors import ActorflowError, SessionClosed, UsageError
 
 
 def affine(register_num: int = 2, machines: int = 1) -> af.Plan:
@@ -111,7 +111,7 @@ def test_closed_session_refuses_work():
 ])
 def test_wrong_shape_or_dtype_names_the_input(value, msg):
     with af.Session(affine()) as s:
-        with pytest.raises(ValueError, match=msg):
+        with pytest.raises(UsageError, match=msg):
             s.run({"x": value})
         # the session is still usable after a rejected feed
         np.testing.assert_allclose(s.run({"x": batch(1)})["s"], batch(1).sum(), rtol=1e-5)
@@ -125,16 +125,16 @@ def test_castable_dtype_is_converted():
 
 def test_wrong_input_names():
     with af.Session(affine()) as s:
-        with pytest.raises(ValueError, match=r"missing \['x'\], unknown \['z'\]"):
+        with pytest.raises(UsageError, match=r"missing \['x'\], unknown \['z'\]"):
             s.run({"z": batch(0)})
 
 
 def test_run_to_end_needs_sources_and_a_piece_count():
-    with af.Session(affine()) as s, pytest.raises(ValueError, match="needs a plan with source"):
+    with af.Session(affine()) as s, pytest.raises(UsageError, match="needs a plan with source"):
         s.run_to_end()
     b = af.PlanBuilder()
     b.output("y", b.source("arange", {"stop": 2}))
-    with af.Session(b.build()) as s, pytest.raises(ValueError, match="has no piece count"):
+    with af.Session(b.build()) as s, pytest.raises(UsageError, match="has no piece count"):
         s.run_to_end()
 
 
@@ -161,3 +161,15 @@ def test_a_reused_feed_buffer_does_not_leak_into_earlier_pieces():
     with af.Session(b.build()) as s:
         ys = [float(y[0]) for y in s.run_many(feeds(), window=10)]
     assert ys == [0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0]
+
+
+def test_session_usage_errors_are_actorflow_errors(tmp_path):
+    """What the CLI and callers catch as ``ActorflowError`` (and still a ValueError)."""
+    with pytest.raises(UsageError, match="pass either recorder= or trace=, not both") as e:
+        af.Session(affine(), recorder=object(), trace=tmp_path)  # type: ignore[arg-type]
+    assert isinstance(e.value, ActorflowError) and isinstance(e.value, ValueError)
+    with pytest.raises(UsageError, match="stall_timeout must be > 0 seconds, got 0"):
+        af.Session(affine(), stall_timeout=0)
+    with pytest.raises(UsageError, match=r"PlanBuilder: machine 2 is out of range for a "
+                                         r"1-machine plan"):
+        af.PlanBuilder().input("x", (2,), machine=2)

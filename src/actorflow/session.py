@@ -25,7 +25,7 @@ import numpy as np
 from actorflow.actors.cluster import nodes
 from actorflow.actors.hosting import Deliver, Recorder, Runtime, RuntimeFactory
 from actorflow.actors.runtime import MachineRuntime
-from actorflow.errors import ActorflowError, SessionClosed, WaitTimeout
+from actorflow.errors import ActorflowError, SessionClosed, UsageError, WaitTimeout
 from actorflow.plan.model import Plan, Task
 from actorflow.trace.diagnostics import Diagnostics
 
@@ -56,7 +56,7 @@ class Session:
         if validate:
             plan.validate()
         if recorder is not None and trace is not None:
-            raise ValueError("Session: pass either recorder= or trace=, not both")
+            raise UsageError("Session: pass either recorder= or trace=, not both")
         self.diagnostics = Diagnostics(plan, trace=trace, stall_timeout=stall_timeout,
                                        flight=flight and recorder is None)
         if recorder is None:
@@ -96,7 +96,7 @@ class Session:
         missing = set(self.inputs) - set(feeds)
         extra = set(feeds) - set(self.inputs)
         if missing or extra:
-            raise ValueError(
+            raise UsageError(
                 f"feeds must name exactly the plan's inputs {sorted(self.inputs)}; "
                 f"missing {sorted(missing)}, unknown {sorted(extra)}")
         converted = {name: self._convert(name, value) for name, value in feeds.items()}
@@ -135,12 +135,12 @@ class Session:
         self._check_open()
         sources = self.plan.tasks_by_type("source")
         if not sources:
-            raise ValueError("run_to_end needs a plan with source tasks; use run() to feed inputs")
+            raise UsageError("run_to_end needs a plan with source tasks; use run() to feed inputs")
         for t in sources:
             n = pieces if pieces is not None else t.attrs.get("piece_num",
                                                               self.plan.job.num_pieces)
             if n is None:
-                raise ValueError(f"source task {t.task_id} ({t.label}) has no piece count; "
+                raise UsageError(f"source task {t.task_id} ({t.label}) has no piece count; "
                                  "pass pieces=")
             self.runtime.command(t.task_id, "start", int(n))
         self._sources_started = True
@@ -201,19 +201,19 @@ class Session:
         desc = next(iter(task.produced.values()))
         if not isinstance(value, Mapping):
             if len(desc.blobs) != 1:
-                raise ValueError(f"input '{name}' has blobs {sorted(desc.blobs)}; feed a dict")
+                raise UsageError(f"input '{name}' has blobs {sorted(desc.blobs)}; feed a dict")
             value = {next(iter(desc.blobs)): value}
         out = {}
         for blob, b in desc.blobs.items():
             if blob not in value:
-                raise ValueError(f"input '{name}': missing blob '{blob}'")
+                raise UsageError(f"input '{name}': missing blob '{blob}'")
             arr = np.asarray(value[blob])
             if arr.shape != b.shape:
-                raise ValueError(f"input '{name}': expected shape {b.shape} {b.dtype}, got "
+                raise UsageError(f"input '{name}': expected shape {b.shape} {b.dtype}, got "
                                  f"{arr.shape} {arr.dtype}")
             if arr.dtype != np.dtype(b.dtype):
                 if not np.can_cast(arr.dtype, b.dtype, "same_kind"):
-                    raise ValueError(f"input '{name}': expected dtype {b.dtype}, got "
+                    raise UsageError(f"input '{name}': expected dtype {b.dtype}, got "
                                      f"{arr.dtype} (not castable without loss of kind)")
                 arr = arr.astype(b.dtype)
             elif arr is value[blob] or arr.base is not None:

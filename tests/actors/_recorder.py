@@ -13,6 +13,11 @@ from actorflow.protocol.messages import Act, Msg
 
 
 class Recorder:
+    """Satisfies ``actorflow.actors.hosting.Recorder``; its one unit hook object is itself."""
+
+    ring = None  # no flight ring: every event goes to the timed hooks below
+    timed = True
+
     def __init__(self, check_writes: bool = False) -> None:
         self.lock = threading.Lock()
         self.begin: dict[tuple[int, int], int] = {}  # (task, act_id) -> ns
@@ -28,6 +33,9 @@ class Recorder:
     # -- the hook: the runtime asks unit(key) once per unit, then calls its methods ---------
     def unit(self, key: tuple[int, int]) -> Recorder:
         return self
+
+    def trace_config(self) -> dict | None:
+        return None  # lives in this process only: unit processes record nothing
 
     def send(self, msg: Msg) -> None:
         with self.lock:

@@ -51,7 +51,7 @@ def test_cross_machine_edges_get_one_comm_net_task_per_receiving_machine():
     local = next(iter(into_m1[0].produced.values())).regst_desc_id
     assert p.task(y1.task_id).consumed_ids() == [local] == p.task(y2.task_id).consumed_ids()
     assert p.task(p.output_tasks()["y"].task_id).machine_id == 2
-    with pytest.raises(ValueError, match="machine 3 out of range for a 3-machine plan"):
+    with pytest.raises(ValueError, match="machine 3 is out of range for a 3-machine plan"):
         b.op("relu", x, machine=3)
 
 

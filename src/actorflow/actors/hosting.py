@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from actorflow.plan.model import Plan, Task
-from actorflow.protocol.messages import Msg
+from actorflow.protocol.messages import Act, Msg
 
 if TYPE_CHECKING:
     from actorflow.actors.node import MachineNode
@@ -57,14 +57,35 @@ class Runtime(Protocol):
     def join(self, timeout: float = 10.0) -> None: ...
 
 
+class UnitRecorder(Protocol):
+    """One unit's trace hooks (``actorflow.trace.recorder``: ``FlightUnit``, ``TraceUnit``).
+
+    ``ring``: the flight recorder, called with every message handed to an actor or sent
+    to another unit (None: no ring).  ``timed``: when true the unit calls ``send``,
+    ``recv``, ``act_begin`` and ``act_end`` for every event instead of ``ring``."""
+
+    @property
+    def ring(self) -> Callable[[Msg], None] | None: ...
+
+    @property
+    def timed(self) -> bool: ...
+
+    def send(self, msg: Msg) -> None: ...
+
+    def recv(self, msg: Msg) -> None: ...
+
+    def act_begin(self, act: Act) -> None: ...
+
+    def act_end(self, act: Act) -> None: ...
+
+
 class Recorder(Protocol):
-    """What the runtime needs of a trace recorder: one hook object per unit (``unit(key)``).
+    """What the runtime needs of a recorder (``actorflow.trace.recorder.Recorder``)."""
 
-    ``actorflow.trace.recorder.Recorder`` is the implementation; the hooks it returns are
-    duck-typed by the unit loop (``ring`` for the flight recorder, ``send``/``recv``/
-    ``act_begin``/``act_end`` when ``timed``)."""
+    def unit(self, key: tuple[int, int]) -> UnitRecorder: ...
 
-    def unit(self, key: tuple[int, int]) -> Any: ...
+    def trace_config(self) -> dict | None:
+        """How a unit process rebuilds this recorder (None: it records nothing)."""
 
 
 # build the runtime for a Session: (plan, recorder, on_deliver) -> Runtime

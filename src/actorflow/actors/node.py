@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from actorflow.actors import unit_wire as uw
-from actorflow.actors.hosting import Deliver, HostingFactory, UnitHosting
+from actorflow.actors.hosting import Deliver, HostingFactory, Recorder, UnitHosting
 from actorflow.actors.routing import Router, split_address
 from actorflow.errors import ActorflowError, MessageRejected, TransportError, WaitTimeout
 from actorflow.plan.model import Plan, RegstDesc
@@ -97,7 +97,7 @@ class MachineNode:
     """One machine's actors (on thread or process units) plus its data-plane socket."""
 
     def __init__(self, plan: Plan, machine_id: int, unit: str = "thread",
-                 run_id: str | None = None, recorder: Any = None,
+                 run_id: str | None = None, recorder: Recorder | None = None,
                  on_deliver: Deliver | None = None, timeout: float = 30.0,
                  security: Security | None = None) -> None:
         """``security``: how every socket of this machine authenticates (transport's hook)."""
@@ -230,8 +230,7 @@ class MachineNode:
     def actor_states(self) -> list[dict]:
         """Every local actor's ``blocked_on()`` (watchdog, trace dumps); process units are
         asked over their status sockets."""
-        states = getattr(self.hosting, "actor_states", None)
-        return states() if states is not None else []
+        return self.hosting.actor_states()
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop everything this node started; safe to call twice and after a failure."""

@@ -112,7 +112,7 @@ class ProcessHosting:
             "unit_addrs": [[m, t, a] for (m, t), a in self.unit_addrs.items()],
             "direct": direct,
             # --trace: each unit process records its own file into the same directory
-            "trace": getattr(self.node.recorder, "trace_config", lambda: None)(),
+            "trace": rec.trace_config() if (rec := self.node.recorder) is not None else None,
         }
         for key in self.view.units:
             p = subprocess.Popen([sys.executable, "-m", "actorflow.actors.process_unit"],

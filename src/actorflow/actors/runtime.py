@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from actorflow.actors.executors import ActorHost
-from actorflow.actors.hosting import Deliver
+from actorflow.actors.hosting import Deliver, Recorder
 from actorflow.actors.memory import Allocator, HostAllocator
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
 from actorflow.plan.model import Plan, Task
@@ -49,8 +49,8 @@ class ThreadUnit:
         # ``timed`` gets a timestamped call per event (full tracing)
         rec = runtime.recorder.unit(key) if runtime.recorder is not None else None
         self.rec = rec
-        self.ring = getattr(rec, "ring", None)
-        self.timed = rec if rec is not None and getattr(rec, "timed", True) else None
+        self.ring = rec.ring if rec is not None else None
+        self.timed = rec if rec is not None and rec.timed else None
 
     def build(self, producer_of: dict[int, int]) -> None:
         for t in self.tasks:
@@ -168,7 +168,7 @@ class MachineRuntime:
         plan: Plan,
         machine_ids: Iterable[int] | None = None,
         allocator: Allocator | None = None,
-        recorder: Any = None,
+        recorder: Recorder | None = None,
         on_deliver: Deliver | None = None,
         units: Iterable[tuple[int, int]] | None = None,
         producer_of: dict[int, int] | None = None,
@@ -249,6 +249,10 @@ class MachineRuntime:
         self._all_exited.set()
         if self.on_deliver is not None:
             self.on_deliver(None, -1, {})  # wake the client
+
+    def exited_within(self, timeout: float) -> bool:
+        """True once every actor exited or the runtime failed; False after ``timeout``."""
+        return self._all_exited.wait(timeout)
 
     def wait_exited(self, timeout: float) -> None:
         """Wait until every actor exited; the timeout error names the ones still alive."""

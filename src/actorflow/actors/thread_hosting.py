@@ -72,7 +72,7 @@ class ThreadHosting:
         self.runtime.fail(error)
 
     def wait(self, timeout: float) -> bool:
-        return self.runtime._all_exited.wait(timeout)
+        return self.runtime.exited_within(timeout)
 
     def describe_live(self) -> str:
         return self.runtime.describe_live()

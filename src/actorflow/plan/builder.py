@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from actorflow.errors import OpError
+from actorflow.errors import OpError, UsageError
 from actorflow.kernels.registry import get_op
 from actorflow.plan.model import (
     BlobDesc,
@@ -69,7 +69,8 @@ class PlanBuilder:
     def _task(self, task_type: str, machine: int, thrd: int | None, name: str,
               attrs: dict | None = None) -> Task:
         if not 0 <= machine < self.machines:
-            raise ValueError(f"machine {machine} out of range for a {self.machines}-machine plan")
+            raise UsageError(f"PlanBuilder: machine {machine} is out of range for a "
+                             f"{self.machines}-machine plan (PlanBuilder(machines=...))")
         if thrd is None:
             thrd = self._next_thrd.get(machine, 0)
         self._next_thrd[machine] = max(self._next_thrd.get(machine, 0), thrd + 1)
@@ -100,7 +101,8 @@ class PlanBuilder:
         for d in self.tasks[port.task_id].produced.values():
             if d.regst_desc_id == port.regst_desc_id:
                 return d
-        raise KeyError(port)
+        raise UsageError(f"PlanBuilder: {port} was not made by this builder (its task "
+                         f"{port.task_id} produces no regst desc {port.regst_desc_id})")
 
     def _local(self, port: Port, machine: int) -> Port:
         src = self.tasks[port.task_id]

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from actorflow.errors import StallError
+from actorflow.errors import StallError, UsageError
 from actorflow.trace.recorder import Recorder
 from actorflow.trace.tracefile import plan_info
 from actorflow.trace.whystuck import StuckReport, analyze
@@ -50,7 +50,7 @@ class Diagnostics:
                  clock_error: float = 0.0, tag: str = "",
                  plan_file: str = "plan.plan") -> None:
         if stall_timeout is not None and stall_timeout <= 0:
-            raise ValueError(f"stall_timeout must be > 0 seconds, got {stall_timeout}")
+            raise UsageError(f"stall_timeout must be > 0 seconds, got {stall_timeout}")
         self.plan = plan
         self.stall_timeout = stall_timeout
         self.recorder: Recorder | None = None

@@ -73,6 +73,20 @@ class FlightUnit:
     def flush(self) -> None:
         pass
 
+    # the per-event hooks of a timed unit: a flight unit is not timed, so the runtime never
+    # calls them (the ring sees the same messages); here so both units share one interface
+    def send(self, msg: Any) -> None:
+        pass
+
+    def recv(self, msg: Any) -> None:
+        pass
+
+    def act_begin(self, act: Any) -> None:
+        pass
+
+    def act_end(self, act: Any) -> None:
+        pass
+
 
 class TraceUnit:
     """Full tracing: every event timestamped and packed as int64 words (``packed.py``) into
