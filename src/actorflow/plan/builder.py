@@ -30,6 +30,7 @@ from actorflow.plan.model import (
     RegstDesc,
     Task,
 )
+from actorflow.plan.wiring import comm_net_name, wire_comm_net
 
 
 @dataclass(frozen=True)
@@ -111,10 +112,9 @@ class PlanBuilder:
         key = (port.regst_desc_id, machine)
         if key not in self._comm:
             d = self._desc(port)
-            t = self._task("comm_net", machine, None, f"comm_net{d.regst_desc_id}->m{machine}")
-            t.consumed["in"] = [d.regst_desc_id]
-            d.consumer_task_ids.append(t.task_id)
-            nd = self._produce(t, d.blobs, d.register_num)
+            t = self._task("comm_net", machine, None, comm_net_name(d, machine))
+            nd = wire_comm_net(t, d, self._next_desc)
+            self._next_desc += 1
             self._comm[key] = Port(t.task_id, nd.regst_desc_id, port.blob, port.desc)
         local = self._comm[key]
         return Port(local.task_id, local.regst_desc_id, port.blob, port.desc)

@@ -1,18 +1,18 @@
 """Trace events: small records, plain data.
 
-On the hot path a recorder appends tuples ``(code, t_ns, obj)`` where ``obj`` is the
-runtime's own ``Msg``/``Act`` (no copy, no formatting).  When a buffer is flushed or a
-flight recorder dumped, each tuple becomes a plain *row* (a list of ints and strings that
-msgpack writes); readers turn rows into the frozen records below.
+Recorders (``recorder.py``) never build these on the hot path: full tracing packs each
+event's integers as int64 words (``packed.py``) and the flight recorder keeps the
+runtime's own ``Msg`` objects.  Both become plain *rows* when they are read back (a trace
+file decoded, a flight ring dumped), and readers turn rows into the frozen records below.
 
-Row layouts (``t`` is ``time.perf_counter_ns()`` of the recording process):
+Row layouts (``t`` is ``time.perf_counter_ns()`` of the recording process; -1 in a flight
+dump, whose ring keeps order, not time):
 
     SEND / RECV   [code, t, type, src, dst, desc, slot, piece, seq, msg_id, cmd, payload]
     ACT_BEGIN     [code, t, task, act_id, piece, [[desc, slot], ...] reads, ... writes]
     ACT_END       [code, t, task, act_id, piece]
 
-Message ``type`` is 0 READY, 1 ACK, 2 EORD, 3 CMD (``protocol.messages``; repeated here so
-this package imports nothing of the runtime).
+Message types are the protocol's own (``protocol.messages``: READY, ACK, EORD, CMD).
 """
 
 from __future__ import annotations
@@ -20,10 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from actorflow.protocol.messages import ACK, CMD, EORD, MSG_TYPE_NAMES, READY, Msg
+
 SEND, RECV, ACT_BEGIN, ACT_END = 0, 1, 2, 3
 EVENT_NAMES = ("SEND", "RECV", "ACT_BEGIN", "ACT_END")
-READY, ACK, EORD, CMD = 0, 1, 2, 3
-MSG_TYPE_NAMES = ("READY", "ACK", "EORD", "CMD")
+
+__all__ = ["ACK", "ACT_BEGIN", "ACT_END", "CMD", "EORD", "EVENT_NAMES", "MSG_TYPE_NAMES",
+           "READY", "RECV", "SEND", "ActEvent", "Event", "MsgEvent", "from_row", "message_row",
+           "plain_payload"]
 
 
 def plain_payload(v: Any) -> Any:
@@ -31,19 +35,14 @@ def plain_payload(v: Any) -> Any:
     return v if v is None or isinstance(v, (int, float, str, bool)) else repr(v)[:64]
 
 
-def to_row(ev: tuple) -> tuple:
-    """One hot-path tuple -> one plain row (see the module docstring); msgpack writes
-    tuples as arrays, so no list is built."""
-    code, t, o = ev
-    if code <= RECV:
-        p = o.payload
-        if p is not None and type(p) is not int:
-            p = plain_payload(p)
-        return (code, t, o.type, o.src, o.dst, o.regst_desc_id, o.slot, o.piece_id, o.seq,
-                o.msg_id, o.cmd, p)
-    if code == ACT_BEGIN:
-        return (code, t, o.task_id, o.act_id, o.piece_id, o.reads, o.writes)
-    return (code, t, o.task_id, o.act_id, o.piece_id)
+def message_row(code: int, t: int, m: Msg) -> tuple:
+    """A SEND/RECV of message ``m`` as a plain row (see the module docstring); msgpack
+    writes tuples as arrays, so no list is built."""
+    p = m.payload
+    if p is not None and type(p) is not int:
+        p = plain_payload(p)
+    return (code, t, m.type, m.src, m.dst, m.regst_desc_id, m.slot, m.piece_id, m.seq,
+            m.msg_id, m.cmd, p)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from actorflow.errors import TraceError
-from actorflow.trace.events import ACT_BEGIN, ACT_END, CMD, RECV, SEND, plain_payload, to_row
+from actorflow.trace.events import ACT_BEGIN, ACT_END, CMD, RECV, SEND, message_row, plain_payload
 from actorflow.trace.packed import MSG_WORDS, decode_chunk
 from actorflow.trace.tracefile import TraceWriter, plan_info, write_dump
 
@@ -61,7 +61,7 @@ class FlightUnit:
         hosted = self.hosted
         if hosted is None:  # no plan: receivers are the tasks that received a command
             hosted = {m.dst for m in msgs if m.type == CMD}
-        return [to_row((RECV if m.dst in hosted else SEND, -1, m)) for m in msgs]
+        return [message_row(RECV if m.dst in hosted else SEND, -1, m) for m in msgs]
 
     def marker(self) -> Any:
         """The newest entry (an object): changes whenever the unit made a step."""

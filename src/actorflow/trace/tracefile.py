@@ -7,7 +7,10 @@ msgpack maps:
      "anchor_wall_ns", "anchor_mono_ns", "clock_offset_ns", "clock_error_ns"}   header
     {"unit": [machine, thrd], "packed": bytes, "cmds": [...]}                  events
     {"states": [...], "reason": str, "t": mono_ns}                             a state dump
-    {"end": true, "clock_offset_ns", "clock_error_ns", "rows": n}              footer
+    {"end": true, "clock_offset_ns", "clock_error_ns", "words": n}             footer
+
+(The reader also takes ``{"unit": ..., "rows": [...]}`` event maps, rows as in
+``events.from_row``: what a tool that edits a trace writes back.)
 
 Event times are the recorder's ``perf_counter_ns``; ``anchor_*`` (read back to back at
 start) turn them into wall-clock ns, and the clock offset puts them on the master's clock.
@@ -65,7 +68,6 @@ class TraceWriter:
                  clock_error: float = 0.0) -> None:
         self.path = path
         self.machine_id = machine_id
-        self.rows = 0
         self.words = 0
         self._lock = threading.RLock()  # a SIGUSR1 dump may interrupt a write on this thread
         self._clock = (clock_offset, clock_error)
@@ -89,10 +91,6 @@ class TraceWriter:
     def set_clock(self, offset: float, error: float) -> None:
         self._clock = (offset, error)
 
-    def write_rows(self, unit: tuple[int, int], rows: list[list]) -> None:
-        self.rows += len(rows)
-        self._write({"unit": list(unit), "rows": rows})
-
     def write_packed(self, unit: tuple[int, int], data: bytes, cmds: list) -> None:
         """Events as packed int64 words (``packed.py``) with the CMD names on the side."""
         self.words += len(data) // 8
@@ -104,8 +102,7 @@ class TraceWriter:
     def close(self) -> None:
         off, err = self._clock
         self._write({"end": True, "clock_offset_ns": int(off * 1e9),
-                     "clock_error_ns": int(err * 1e9), "rows": self.rows,
-                     "words": self.words})
+                     "clock_error_ns": int(err * 1e9), "words": self.words})
         with self._lock:
             self._f.close()
 

@@ -26,6 +26,7 @@ from actorflow.plan.model import (
     RegstDesc,
     Task,
 )
+from actorflow.plan.wiring import comm_net_name, wire_comm_net
 
 IO_KINDS = ("input", "source", "output")
 
@@ -114,14 +115,12 @@ class Emitter:
     def _comm_net(self, desc: RegstDesc, machine: int) -> RegstDesc:
         key = (desc.regst_desc_id, machine)
         if key not in self._comm:
-            t = Task(len(self.tasks), "comm_net", machine, -1,
-                     name=f"comm_net{desc.regst_desc_id}->m{machine}")
-            t.thrd_id = self._thrd(machine, "comm_net", 0)
+            t = Task(len(self.tasks), "comm_net", machine, self._thrd(machine, "comm_net", 0),
+                     name=comm_net_name(desc, machine))
             self.tasks.append(t)
             self.mem[t.task_id] = "host"
-            t.consumed["in"] = [desc.regst_desc_id]
-            desc.consumer_task_ids.append(t.task_id)
-            self._comm[key] = self._desc(t, desc.blobs, desc.register_num, "out")
+            self._comm[key] = wire_comm_net(t, desc, self._next_desc)
+            self._next_desc += 1
         return self._comm[key]
 
     def _copy(self, desc: RegstDesc, machine: int, mem: str) -> RegstDesc:
