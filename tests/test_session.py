@@ -166,7 +166,7 @@ def test_a_reused_feed_buffer_does_not_leak_into_earlier_pieces():
 def test_session_usage_errors_are_actorflow_errors(tmp_path):
     """What the CLI and callers catch as ``ActorflowError`` (and still a ValueError)."""
     with pytest.raises(UsageError, match="pass either recorder= or trace=, not both") as e:
-        af.Session(affine(), recorder=object(), trace=tmp_path)  # type: ignore[arg-type]
+        af.Session(affine(), recorder=object(), trace=tmp_path)
     assert isinstance(e.value, ActorflowError) and isinstance(e.value, ValueError)
     with pytest.raises(UsageError, match="stall_timeout must be > 0 seconds, got 0"):
         af.Session(affine(), stall_timeout=0)
