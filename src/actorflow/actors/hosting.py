@@ -25,7 +25,8 @@ from actorflow.protocol.messages import Act, Msg
 
 if TYPE_CHECKING:
     from actorflow.actors.node import MachineNode
-    from actorflow.transport.bus import Router
+    from actorflow.actors.routing import Router
+    from actorflow.transport.comm import Message
 
 # on_deliver(task, piece_id, arrays): an output piece for the client; (None, -1, {}) wakes it
 Deliver = Callable[[Task | None, int, dict], None]
@@ -110,9 +111,12 @@ class UnitHosting(Protocol):
 
     def push_feed(self, task_id: int, arrays: dict[str, np.ndarray]) -> None: ...
 
-    def incoming(self, msg: Msg, metas: list | None, frames: list) -> None: ...
+    def incoming(self, m: Message) -> None:
+        """An actor message from the machine's data-plane socket (a READY from another
+        machine carries its blobs: land them, then hand the header to the unit)."""
 
-    def unit_message(self, kind: int, body: Any, metas: list | None, frames: list) -> None: ...
+    def unit_message(self, m: Message) -> None:
+        """Any other message on that socket (process units report here)."""
 
     def stop(self, error: BaseException) -> None: ...
 

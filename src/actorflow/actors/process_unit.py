@@ -122,12 +122,12 @@ class ProcessUnit:
         local, inbox, stream, dispatch = unit.local, unit.inbox, unit.stream, unit.dispatch
         ppid = os.getppid()
         take = self._take
+        msg: Msg | None
         for early in self.early:
             msg = take(early)
             if msg is not None:
                 local.append(msg)
         self.early = []
-        msg: Msg | None
         while unit.live > 0:
             if local:
                 msg = local.popleft()
