@@ -18,6 +18,7 @@ import queue
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -80,7 +81,8 @@ class Session:
     def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc is None:
             self.close()
             return

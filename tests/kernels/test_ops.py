@@ -220,3 +220,14 @@ def test_unknown_op_type_lists_the_known_ones():
 def test_an_op_type_registered_twice_is_refused():
     with pytest.raises(RegistryError, match="op type 'matmul' is registered twice"):
         register_op(get_op("matmul"))
+
+
+def test_an_sbp_rule_registered_twice_is_refused():
+    from actorflow.kernels.sbp import RULES, register_sbp, signatures
+
+    with pytest.raises(RegistryError, match="SBP rule for op type 'matmul' is registered twice"):
+        register_sbp("matmul", RULES.get("relu"))
+    # the registered rule is still the matmul one: data-parallel a, split b, partial sums
+    sigs = signatures("matmul", {"a": (4, 3), "b": (3, 2)}, (4, 2), {})
+    assert sigs[:3] == [({"a": "S0", "b": "B"}, "S0"), ({"a": "B", "b": "S1"}, "S1"),
+                        ({"a": "S1", "b": "S0"}, "P")]

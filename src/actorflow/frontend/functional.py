@@ -144,7 +144,8 @@ cast = define("cast", [("Tensor (Tensor x, DataType dtype)",
 
 
 # -- linear algebra, reductions, layout ------------------------------------------------------
-def _matmul(a: Tensor, b: Tensor, transpose_a: bool = False, transpose_b: bool = False):
+def _matmul(a: Tensor, b: Tensor, transpose_a: bool = False,
+            transpose_b: bool = False) -> Tensor:
     return _add("matmul", {"a": a, "b": b}, transpose_a=transpose_a, transpose_b=transpose_b)
 
 

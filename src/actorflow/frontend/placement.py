@@ -8,7 +8,7 @@ Placements are interned: ``placement("cpu", ranks=[0, 1]) is placement("cpu", ra
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import ClassVar, NoReturn
 
 from actorflow.errors import ArgumentTypeError, UsageError
 
@@ -36,7 +36,7 @@ class Placement:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{self!r} is immutable")
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise ArgumentTypeError("placements are not picklable; use .to_dict()")
 
     @property

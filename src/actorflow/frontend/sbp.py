@@ -9,7 +9,7 @@ sees their ``code`` (``"S0"``, ``"B"``, ``"P"``): plain strings that fit in a pl
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, NoReturn
 
 from actorflow.errors import ArgumentTypeError, UsageError
 
@@ -29,7 +29,7 @@ class SbpParallel:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{self!r} is immutable")
 
-    def __reduce__(self):  # never pickle actorflow objects (no pickle anywhere)
+    def __reduce__(self) -> NoReturn:  # never pickle actorflow objects (no pickle anywhere)
         raise ArgumentTypeError("SBP objects are not picklable; use their .code string")
 
 

@@ -6,7 +6,7 @@ operators and functions share one set of signatures, conversions and errors.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel
@@ -41,7 +41,7 @@ class Tensor:
     def __bool__(self) -> bool:
         raise TypeError("a lazy tensor has no truth value while the job is traced")
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise TypeError("lazy tensors are not picklable")
 
     # -- operators (all through functional) ------------------------------------------------

@@ -16,10 +16,11 @@ from actorflow.errors import OpError, UnknownOpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.registry import Registry
 
-InferFn = Callable[[Mapping[str, BlobDesc], Mapping[str, Any]], dict[str, BlobDesc]]
-KernelFn = Callable[
-    ["KernelContext", Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], None
-]
+Blobs = Mapping[str, BlobDesc]  # an op's inputs (or outputs) as shapes and dtypes
+Arrays = Mapping[str, Any]  # an op's inputs (or outputs) as arrays of the stream's module
+Attrs = Mapping[str, Any]  # an op's attributes (plain msgpack-able values)
+InferFn = Callable[[Blobs, Attrs], dict[str, BlobDesc]]
+KernelFn = Callable[["KernelContext", Arrays, Arrays, Attrs], None]
 
 
 @dataclass

@@ -12,40 +12,43 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from actorflow.registry import Registry
+
 Shape = tuple[int, ...]
 Signature = tuple[dict[str, str], str]
-RuleFn = Callable[[Mapping[str, Shape], Shape, Mapping[str, Any]], list[Signature]]
-AttrFn = Callable[[Mapping[str, Any], Shape], dict[str, Any]]
+Attrs = Mapping[str, Any]
+RuleFn = Callable[[Mapping[str, Shape], Shape, Attrs], list[Signature]]
+AttrFn = Callable[[Attrs, Shape], dict[str, Any]]
 
-_RULES: dict[str, RuleFn] = {}
-_ATTRS: dict[str, AttrFn] = {}
+RULES: Registry[RuleFn] = Registry("SBP rule for op type")
+ATTRS: Registry[AttrFn] = Registry("piece attrs rule for op type")
 
 
 def register_sbp(op_types: list[str] | str, rule: RuleFn, attrs: AttrFn | None = None) -> None:
+    """The signatures of ``op_types`` (and how their attrs change on a piece); an op type
+    given a second rule is refused."""
     for t in [op_types] if isinstance(op_types, str) else op_types:
-        _RULES[t] = rule
+        RULES.register(t, rule)
         if attrs is not None:
-            _ATTRS[t] = attrs
+            ATTRS.register(t, attrs)
 
 
 def signatures(op_type: str, ins: Mapping[str, Shape], out: Shape,
                attrs: Mapping[str, Any]) -> list[Signature]:
     """Every signature the op allows, all-broadcast last (it is always allowed)."""
-    rule = _RULES.get(op_type)
-    sigs = list(rule(ins, out, attrs)) if rule else []
+    sigs = list(RULES.get(op_type)(ins, out, attrs)) if op_type in RULES else []
     sigs.append(({k: "B" for k in ins}, "B"))
     return sigs
 
 
 def physical_attrs(op_type: str, attrs: Mapping[str, Any], piece_shape: Shape) -> dict[str, Any]:
     """Attrs for running the op on one piece whose output has ``piece_shape``."""
-    fn = _ATTRS.get(op_type)
-    return fn(attrs, piece_shape) if fn else dict(attrs)
+    return ATTRS.get(op_type)(attrs, piece_shape) if op_type in ATTRS else dict(attrs)
 
 
 # -- rules ----------------------------------------------------------------------------------
 def _unary(linear: bool) -> RuleFn:
-    def rule(ins, out, attrs):
+    def rule(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
         (arg,) = ins
         sigs = [({arg: f"S{i}"}, f"S{i}") for i in range(len(out))]
         if linear:
@@ -61,14 +64,14 @@ def _split_map(shape: Shape, out: Shape, axis: int) -> str:
 
 
 def _elementwise(partial: list[dict[str, str]]) -> RuleFn:
-    def rule(ins, out, attrs):
+    def rule(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
         sigs = [({k: _split_map(s, out, ax) for k, s in ins.items()}, f"S{ax}")
                 for ax in range(len(out))]
         return sigs + [(dict(p), "P") for p in partial]
     return rule
 
 
-def _matmul(ins, out, attrs):
+def _matmul(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
     ta, tb = bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b"))
     am, ak = (1, 0) if ta else (0, 1)
     bk, bn = (1, 0) if tb else (0, 1)
@@ -77,17 +80,17 @@ def _matmul(ins, out, attrs):
             ({"a": "B", "b": "P"}, "P")]
 
 
-def _bias_add(ins, out, attrs):
+def _bias_add(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
     axis = int(attrs.get("axis", -1)) % len(out)
     return [({"a": f"S{i}", "b": "S0" if i == axis else "B"}, f"S{i}") for i in range(len(out))]
 
 
-def _softmax(ins, out, attrs):
+def _softmax(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
     axis = int(attrs.get("axis", -1)) % len(out)
     return [({"in": f"S{i}"}, f"S{i}") for i in range(len(out)) if i != axis]
 
 
-def _reduced_axes(ndim: int, attrs) -> list[int]:
+def _reduced_axes(ndim: int, attrs: Attrs) -> list[int]:
     axis = attrs.get("axis")
     if axis is None:
         return list(range(ndim))
@@ -96,7 +99,7 @@ def _reduced_axes(ndim: int, attrs) -> list[int]:
 
 
 def _reduce(partial: bool) -> RuleFn:
-    def rule(ins, out, attrs):
+    def rule(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
         ndim = len(ins["in"])
         red = _reduced_axes(ndim, attrs)
         keep = bool(attrs.get("keepdims"))
@@ -114,7 +117,7 @@ def _reduce(partial: bool) -> RuleFn:
     return rule
 
 
-def _reshape(ins, out, attrs):
+def _reshape(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
     src = ins["in"]
     k = 0
     while k < min(len(src), len(out)) and src[k] == out[k]:
@@ -122,27 +125,27 @@ def _reshape(ins, out, attrs):
     return [({"in": f"S{i}"}, f"S{i}") for i in range(k)] + [({"in": "P"}, "P")]
 
 
-def _reshape_attrs(attrs, piece_shape):
+def _reshape_attrs(attrs: Attrs, piece_shape: Shape) -> dict[str, Any]:
     return {**attrs, "shape": list(piece_shape)}
 
 
-def _transpose(ins, out, attrs):
+def _transpose(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
     perm = attrs.get("perm")
     perm = list(range(len(out)))[::-1] if perm is None else [int(p) for p in perm]
     return [({"in": f"S{p}"}, f"S{j}") for j, p in enumerate(perm)] + [({"in": "P"}, "P")]
 
 
-def _concat(ins, out, attrs):
+def _concat(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
     axis = int(attrs.get("axis", 0)) % len(out)
     return [({k: f"S{i}" for k in ins}, f"S{i}") for i in range(len(out)) if i != axis]
 
 
-def _slice(ins, out, attrs):
+def _slice(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
     axis = int(attrs.get("axis", 0)) % len(out)
     return [({"in": f"S{i}"}, f"S{i}") for i in range(len(out)) if i != axis]
 
 
-def _add_n(ins, out, attrs):
+def _add_n(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature]:
     sigs = [({k: f"S{i}" for k in ins}, f"S{i}") for i in range(len(out))]
     return [*sigs, ({k: "P" for k in ins}, "P")]
 

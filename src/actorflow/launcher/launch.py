@@ -24,6 +24,7 @@ from actorflow.launcher.report import summary_json
 from actorflow.launcher.run_loop import RunLoop
 from actorflow.launcher.supervisor import Supervisor
 from actorflow.launcher.trace_options import add_trace_options, trace_worker_args
+from actorflow.plan.model import Plan
 from actorflow.trace.recorder import default_dump_dir
 
 # spawner(rank, host, worker_args, env) -> (argv, env) of the local process to start
@@ -62,7 +63,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     add_trace_options(p)
 
 
-def load_checked(target: str, machines: int):
+def load_checked(target: str, machines: int) -> Plan:
     plan = load_target(target, machines)
     if plan.machines.count > machines:
         raise LaunchError(f"{target}: the plan is for {plan.machines.count} machines but only "

@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,7 +90,7 @@ def log(msg: str) -> None:
         pass  # the launcher (our pipe's reader) is gone: keep shutting down cleanly
 
 
-def plan_source(target: str):
+def plan_source(target: str) -> Callable[[int], Plan]:
     """Rank 0's plan loader for ``world_size`` machines, checked for a launcher run."""
     def load(world_size: int) -> Plan:
         from actorflow.launcher.jobfile import load_target, runnable_check

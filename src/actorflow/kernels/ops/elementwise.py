@@ -7,21 +7,30 @@ import numpy as np
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.ops._infer import broadcast_shape, result_dtype, same
-from actorflow.kernels.registry import OpDef, register_op
+from actorflow.kernels.registry import (
+    Arrays,
+    Attrs,
+    Blobs,
+    InferFn,
+    KernelContext,
+    KernelFn,
+    OpDef,
+    register_op,
+)
 
 
 def _unary(op_type: str, fn_name: str, doc: str) -> None:
-    def kernel(ctx, ins, outs, attrs):
+    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         getattr(ctx.xp, fn_name)(ins["in"], out=outs["out"])
 
     register_op(OpDef(op_type, ("in",), lambda ins, a: same(ins["in"]), kernel, doc=doc))
 
 
-def _identity_kernel(ctx, ins, outs, attrs):
+def _identity_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     outs["out"][...] = ins["in"]
 
 
-def _relu_kernel(ctx, ins, outs, attrs):
+def _relu_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     ctx.xp.maximum(ins["in"], 0, out=outs["out"])
 
 
@@ -35,8 +44,8 @@ BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divid
           "pow": "power", "maximum": "maximum", "minimum": "minimum"}
 
 
-def _binary_infer(op_type):
-    def infer(ins, attrs):
+def _binary_infer(op_type: str) -> InferFn:
+    def infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
         a, b = ins["a"], ins["b"]
         dtype = result_dtype(a.dtype, b.dtype)
         if op_type == "div" and np.dtype(dtype).kind in "iub":
@@ -45,8 +54,8 @@ def _binary_infer(op_type):
     return infer
 
 
-def _binary_kernel(fn_name):
-    def kernel(ctx, ins, outs, attrs):
+def _binary_kernel(fn_name: str) -> KernelFn:
+    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         getattr(ctx.xp, fn_name)(ins["a"], ins["b"], out=outs["out"], casting="unsafe")
     return kernel
 
@@ -55,8 +64,8 @@ for _t, _fn in BINARY.items():
     register_op(OpDef(_t, ("a", "b"), _binary_infer(_t), _binary_kernel(_fn)))
 
 
-def _scalar_infer(op_type):
-    def infer(ins, attrs):
+def _scalar_infer(op_type: str) -> InferFn:
+    def infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
         d = ins["in"]
         s = attrs["scalar"]
         if not isinstance(s, (int, float, bool)):
@@ -70,8 +79,8 @@ def _scalar_infer(op_type):
     return infer
 
 
-def _scalar_kernel(fn_name, reverse):
-    def kernel(ctx, ins, outs, attrs):
+def _scalar_kernel(fn_name: str, reverse: bool) -> KernelFn:
+    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         f = getattr(ctx.xp, fn_name)
         s = attrs["scalar"]
         if reverse:
@@ -91,7 +100,7 @@ for _t, _fn in BINARY.items():
                           _scalar_kernel(_fn, True), doc=f"scalar {_t} x"))
 
 
-def _add_n_infer(ins, attrs):
+def _add_n_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     descs = [ins[k] for k in sorted(ins, key=lambda k: int(k[3:]))]
     shape = descs[0].shape
     for d in descs[1:]:
@@ -100,7 +109,7 @@ def _add_n_infer(ins, attrs):
     return {"out": BlobDesc(shape, result_dtype(*[d.dtype for d in descs]))}
 
 
-def _add_n_kernel(ctx, ins, outs, attrs):
+def _add_n_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     names = sorted(ins, key=lambda k: int(k[3:]))
     out = outs["out"]
     out[...] = ins[names[0]]

@@ -6,14 +6,16 @@ every piece is distinct and a test can tell pieces apart.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
-from actorflow.kernels.registry import OpDef, register_op
+from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
 
-def _shape_dtype(attrs, default_dtype="float32"):
+def _shape_dtype(attrs: Attrs, default_dtype: str = "float32") -> tuple[tuple[int, ...], str]:
     shape = tuple(int(s) for s in attrs["shape"])
     if any(s < 0 for s in shape):
         raise OpError(f"shape {shape} has a negative dimension")
@@ -24,43 +26,43 @@ def _shape_dtype(attrs, default_dtype="float32"):
     return shape, dtype
 
 
-def _shift(ctx, out, attrs):
+def _shift(ctx: KernelContext, out: Any, attrs: Attrs) -> None:
     s = attrs.get("piece_scale", 0)
     if s:
         out += s * ctx.piece_id
 
 
-def _constant_infer(ins, attrs):
+def _constant_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return {"out": BlobDesc(*_shape_dtype(attrs))}
 
 
-def _constant_kernel(ctx, ins, outs, attrs):
+def _constant_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     out = outs["out"]
     out.fill(attrs.get("value", 0))
     _shift(ctx, out, attrs)
 
 
-def _arange_infer(ins, attrs):
+def _arange_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     n = len(range(int(attrs.get("start", 0)), int(attrs["stop"]), int(attrs.get("step", 1))))
     dtype = np.dtype(attrs.get("dtype", "int64")).name
     return {"out": BlobDesc((n,), dtype)}
 
 
-def _arange_kernel(ctx, ins, outs, attrs):
+def _arange_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     out = outs["out"]
     out[...] = ctx.xp.arange(int(attrs.get("start", 0)), int(attrs["stop"]),
                              int(attrs.get("step", 1)))
     _shift(ctx, out, attrs)
 
 
-def _random_normal_infer(ins, attrs):
+def _random_normal_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     shape, dtype = _shape_dtype(attrs)
     if np.dtype(dtype).kind != "f":
         raise OpError(f"random_normal makes floats, not {dtype}")
     return {"out": BlobDesc(shape, dtype)}
 
 
-def _random_normal_kernel(ctx, ins, outs, attrs):
+def _random_normal_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     # Seeded per (seed, piece): piece i gives the same numbers wherever it runs.
     rng = np.random.default_rng([int(attrs.get("seed", 0)), int(ctx.piece_id)])
     out = outs["out"]
@@ -69,7 +71,7 @@ def _random_normal_kernel(ctx, ins, outs, attrs):
     out[...] = ctx.xp.asarray(vals.astype(out.dtype))
 
 
-def _variable_kernel(ctx, ins, outs, attrs):
+def _variable_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     value = ctx.state.get("value")
     out = outs["out"]
     if value is None:
@@ -78,7 +80,7 @@ def _variable_kernel(ctx, ins, outs, attrs):
     out[...] = value
 
 
-def initial_variable_value(attrs) -> np.ndarray:
+def initial_variable_value(attrs: Attrs) -> np.ndarray:
     """The first value of a variable: zeros, a seeded normal draw, or a ``.npy`` file."""
     shape, dtype = _shape_dtype(attrs)
     init = attrs.get("init", "zeros")

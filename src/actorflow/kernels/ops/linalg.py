@@ -5,10 +5,10 @@ from __future__ import annotations
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.ops._infer import norm_axis, result_dtype
-from actorflow.kernels.registry import OpDef, register_op
+from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
 
-def _matmul_infer(ins, attrs):
+def _matmul_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     a, b = ins["a"].shape, ins["b"].shape
     if len(a) != 2 or len(b) != 2:
         raise OpError(f"matmul takes 2-D inputs, got shapes {a} and {b}")
@@ -20,7 +20,7 @@ def _matmul_infer(ins, attrs):
     return {"out": BlobDesc((m, n), result_dtype(ins["a"].dtype, ins["b"].dtype))}
 
 
-def _matmul_kernel(ctx, ins, outs, attrs):
+def _matmul_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     a, b = ins["a"], ins["b"]
     if attrs.get("transpose_a"):
         a = a.T
@@ -29,7 +29,7 @@ def _matmul_kernel(ctx, ins, outs, attrs):
     ctx.xp.matmul(a, b, out=outs["out"])
 
 
-def _bias_add_infer(ins, attrs):
+def _bias_add_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     x, b = ins["a"], ins["b"]
     axis = norm_axis(int(attrs.get("axis", -1)), len(x.shape))
     if len(b.shape) != 1 or b.shape[0] != x.shape[axis]:
@@ -37,7 +37,7 @@ def _bias_add_infer(ins, attrs):
     return {"out": BlobDesc(x.shape, result_dtype(x.dtype, b.dtype))}
 
 
-def _bias_add_kernel(ctx, ins, outs, attrs):
+def _bias_add_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     x, b = ins["a"], ins["b"]
     axis = int(attrs.get("axis", -1)) % x.ndim
     shape = [1] * x.ndim
@@ -45,14 +45,14 @@ def _bias_add_kernel(ctx, ins, outs, attrs):
     ctx.xp.add(x, b.reshape(shape), out=outs["out"])
 
 
-def _softmax_infer(ins, attrs):
+def _softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     norm_axis(int(attrs.get("axis", -1)), len(d.shape))
     dtype = d.dtype if d.dtype.startswith("float") else "float64"
     return {"out": BlobDesc(d.shape, dtype)}
 
 
-def _softmax_kernel(ctx, ins, outs, attrs):
+def _softmax_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     xp, x, out = ctx.xp, ins["in"], outs["out"]
     axis = int(attrs.get("axis", -1))
     xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)

@@ -13,10 +13,10 @@ import numpy as np
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.ops.generators import initial_variable_value
-from actorflow.kernels.registry import OpDef, register_op
+from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
 
-def _region(shape: tuple[int, ...], attrs) -> tuple[list[int], list[int]]:
+def _region(shape: tuple[int, ...], attrs: Attrs) -> tuple[list[int], list[int]]:
     begin, end = [int(x) for x in attrs["begin"]], [int(x) for x in attrs["end"]]
     if len(begin) != len(shape) or len(end) != len(shape):
         raise OpError(f"begin {begin} / end {end} must have one entry per axis of {shape}")
@@ -26,22 +26,22 @@ def _region(shape: tuple[int, ...], attrs) -> tuple[list[int], list[int]]:
     return begin, end
 
 
-def _box_slice_infer(ins, attrs):
+def _box_slice_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     begin, end = _region(d.shape, attrs)
     return {"out": BlobDesc(tuple(e - b for b, e in zip(begin, end)), d.dtype)}
 
 
-def _box_slice_kernel(ctx, ins, outs, attrs):
+def _box_slice_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     idx = tuple(slice(int(b), int(e)) for b, e in zip(attrs["begin"], attrs["end"]))
     outs["out"][...] = ins["in"][idx]
 
 
-def _logical(attrs) -> dict:
+def _logical(attrs: Attrs) -> dict:
     return {**attrs, "shape": attrs["logical_shape"]}
 
 
-def _variable_part_infer(ins, attrs):
+def _variable_part_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     shape = tuple(int(s) for s in attrs["logical_shape"])
     begin, end = _region(shape, attrs)
     try:
@@ -51,7 +51,7 @@ def _variable_part_infer(ins, attrs):
     return {"out": BlobDesc(tuple(e - b for b, e in zip(begin, end)), dtype)}
 
 
-def _variable_part_kernel(ctx, ins, outs, attrs):
+def _variable_part_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     value = ctx.state.get("value")
     if value is None:
         full = initial_variable_value(_logical(attrs))
@@ -60,7 +60,7 @@ def _variable_part_kernel(ctx, ins, outs, attrs):
     outs["out"][...] = value
 
 
-def _const_array_infer(ins, attrs):
+def _const_array_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     shape = tuple(int(s) for s in attrs["shape"])
     n = 1
     for s in shape:
@@ -70,7 +70,7 @@ def _const_array_infer(ins, attrs):
     return {"out": BlobDesc(shape, np.dtype(attrs["dtype"]).name)}
 
 
-def _const_array_kernel(ctx, ins, outs, attrs):
+def _const_array_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     out = outs["out"]
     out[...] = ctx.xp.asarray(np.asarray(attrs["value"], dtype=out.dtype).reshape(out.shape))
 

@@ -9,10 +9,10 @@ import numpy as np
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.ops._infer import norm_axis, result_dtype
-from actorflow.kernels.registry import OpDef, register_op
+from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
 
-def _reshape_infer(ins, attrs):
+def _reshape_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     shape = [int(x) for x in attrs["shape"]]
     total = math.prod(d.shape)
@@ -28,12 +28,12 @@ def _reshape_infer(ins, attrs):
     return {"out": BlobDesc(tuple(shape), d.dtype)}
 
 
-def _reshape_kernel(ctx, ins, outs, attrs):
+def _reshape_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     out = outs["out"]
     out[...] = ins["in"].reshape(out.shape)
 
 
-def _transpose_infer(ins, attrs):
+def _transpose_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     perm = attrs.get("perm")
     perm = list(range(len(d.shape)))[::-1] if perm is None else [int(p) for p in perm]
@@ -42,13 +42,13 @@ def _transpose_infer(ins, attrs):
     return {"out": BlobDesc(tuple(d.shape[p] for p in perm), d.dtype)}
 
 
-def _transpose_kernel(ctx, ins, outs, attrs):
+def _transpose_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     x = ins["in"]
     perm = attrs.get("perm")
     outs["out"][...] = x.transpose(perm if perm is None else tuple(perm))
 
 
-def _cast_infer(ins, attrs):
+def _cast_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     try:
         dtype = np.dtype(attrs["dtype"]).name
     except TypeError as e:
@@ -56,11 +56,11 @@ def _cast_infer(ins, attrs):
     return {"out": BlobDesc(ins["in"].shape, dtype)}
 
 
-def _cast_kernel(ctx, ins, outs, attrs):
+def _cast_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     outs["out"][...] = ins["in"].astype(outs["out"].dtype, copy=False)
 
 
-def _concat_infer(ins, attrs):
+def _concat_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     names = sorted(ins, key=lambda k: int(k[3:]))
     descs = [ins[k] for k in names]
     ndim = len(descs[0].shape)
@@ -77,12 +77,12 @@ def _concat_infer(ins, attrs):
     return {"out": BlobDesc(tuple(shape), result_dtype(*[d.dtype for d in descs]))}
 
 
-def _concat_kernel(ctx, ins, outs, attrs):
+def _concat_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     names = sorted(ins, key=lambda k: int(k[3:]))
     ctx.xp.concatenate([ins[k] for k in names], axis=int(attrs.get("axis", 0)), out=outs["out"])
 
 
-def _slice_bounds(shape, attrs):
+def _slice_bounds(shape: tuple[int, ...], attrs: Attrs) -> tuple[int, int, int]:
     axis = norm_axis(int(attrs.get("axis", 0)), len(shape))
     start, stop = int(attrs["start"]), int(attrs["stop"])
     if not 0 <= start <= stop <= shape[axis]:
@@ -90,7 +90,7 @@ def _slice_bounds(shape, attrs):
     return axis, start, stop
 
 
-def _slice_infer(ins, attrs):
+def _slice_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     axis, start, stop = _slice_bounds(d.shape, attrs)
     shape = list(d.shape)
@@ -98,7 +98,7 @@ def _slice_infer(ins, attrs):
     return {"out": BlobDesc(tuple(shape), d.dtype)}
 
 
-def _slice_kernel(ctx, ins, outs, attrs):
+def _slice_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     x = ins["in"]
     axis, start, stop = _slice_bounds(x.shape, attrs)
     idx = [slice(None)] * x.ndim
@@ -106,7 +106,7 @@ def _slice_kernel(ctx, ins, outs, attrs):
     outs["out"][...] = x[tuple(idx)]
 
 
-def _reduce_infer(ins, attrs, mean=False):
+def _reduce_infer(ins: Blobs, attrs: Attrs, mean: bool = False) -> dict[str, BlobDesc]:
     d = ins["in"]
     axis = attrs.get("axis")
     keepdims = bool(attrs.get("keepdims", False))
@@ -121,17 +121,17 @@ def _reduce_infer(ins, attrs, mean=False):
     return {"out": BlobDesc(tuple(shape), dtype)}
 
 
-def _axis_arg(attrs):
+def _axis_arg(attrs: Attrs) -> int | tuple[int, ...] | None:
     axis = attrs.get("axis")
     return tuple(axis) if isinstance(axis, (list, tuple)) else axis
 
 
-def _reduce_sum_kernel(ctx, ins, outs, attrs):
+def _reduce_sum_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     ctx.xp.sum(ins["in"], axis=_axis_arg(attrs), keepdims=bool(attrs.get("keepdims", False)),
                out=outs["out"])
 
 
-def _reduce_mean_kernel(ctx, ins, outs, attrs):
+def _reduce_mean_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     ctx.xp.mean(ins["in"], axis=_axis_arg(attrs), keepdims=bool(attrs.get("keepdims", False)),
                 out=outs["out"])
 

@@ -19,6 +19,7 @@ from actorflow.errors import CompileError, OpError
 from actorflow.kernels import sbp as sbp_rules
 from actorflow.kernels.registry import get_op
 from actorflow.plan.compiler.boxing import (
+    Box,
     Device,
     boxing_cost,
     piece_box,
@@ -281,7 +282,7 @@ class Lowering:
         self._boxed[key] = out
         return out
 
-    def _slice(self, name: str, src: Layout, i: int, region) -> int:
+    def _slice(self, name: str, src: Layout, i: int, region: Box) -> int:
         key = (src.nodes[i], region)
         if key not in self._slices:
             attrs = {"begin": [b for b, _ in region], "end": [e for _, e in region]}
@@ -294,7 +295,7 @@ class Lowering:
         return self._slices[key]
 
     @staticmethod
-    def _ranks_text(devs) -> str:
+    def _ranks_text(devs: tuple[Device, ...]) -> str:
         return "[" + ", ".join(f"m{m}:d{d}" for m, d in devs) + "]"
 
 
