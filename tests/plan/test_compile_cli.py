@@ -31,6 +31,10 @@ def test_show_lists_tasks_per_machine_thread_with_regsts_and_bytes(capsys):
     assert "matmul0: (a:S0, b:B) -> S0 on [m0:d0, m1:d0]" in out
     assert re.search(r"total: \d+ regst descs, \d+ B written per piece, 1280 B per piece cross "
                      "machines", out)  # half the batch out (1024 B) + half the result back
+    # every task type the plan uses, described by its kind record
+    assert "task types:\n" in out
+    assert "  comm_net: on the receiving machine: brings a regst produced on another machine " \
+           "here" in out
 
 
 def test_dot_draws_machines_as_clusters(capsys):

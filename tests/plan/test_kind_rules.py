@@ -129,3 +129,26 @@ def test_plan_show_and_dot_read_the_kind_records():
     assert "  acc:" not in text  # only the kinds the plan uses
     cn = task_of(p, "comm_net")
     assert f"t{cn} [label=" in to_dot(p) and "shape=cds" in to_dot(p)
+
+
+def test_flowlaunch_plan_validate_rejects_a_retyped_task_in_a_plan_file(tmp_path, capsys):
+    """The user's path: a hand-edited plan file, checked by ``flowlaunch plan validate``."""
+    import json
+
+    from actorflow.launcher.cli import main
+    from actorflow.plan.io import plan_to_json
+
+    p = two_machines()
+    path = tmp_path / "job.json"
+    path.write_text(plan_to_json(p))
+    assert main(["plan", "validate", str(path)]) == 0
+    doc = json.loads(path.read_text())
+    cn = task_of(p, "comm_net")
+    doc["plan"]["tasks"][cn]["task_type"] = "boxing"  # a relay with no kernels, called boxing
+    path.write_text(json.dumps(doc))
+    assert main(["plan", "validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("flowlaunch: error: ")
+    assert f"task {cn} (comm_net1->m1): a boxing task runs kernels, but its exec sequence is " \
+           "empty" in err
+    assert "a boxing task reads only regsts of its own machine 1" in err

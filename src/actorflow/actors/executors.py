@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from actorflow.errors import KernelError, RegistryError
 from actorflow.kernels.registry import KernelContext, get_op
@@ -18,9 +18,10 @@ from actorflow.plan.model import Task
 from actorflow.protocol.messages import Act
 from actorflow.protocol.state import ActorState
 from actorflow.registry import Registry
+from actorflow.streams.stream import Stream
 
 if TYPE_CHECKING:
-    from actorflow.actors.runtime import MachineRuntime
+    from actorflow.actors.runtime import MachineRuntime, ThreadUnit
 
 Executor = Callable[["ActorHost", Act], None]
 EXECUTORS: Registry[Executor] = Registry("executor for task type")
@@ -38,7 +39,7 @@ class ActorHost:
                  "stream", "task", "task_id", "unit")
 
     def __init__(self, task: Task, state: ActorState, runtime: MachineRuntime,
-                 stream: Any, unit: Any) -> None:
+                 stream: Stream, unit: ThreadUnit) -> None:
         self.task = task
         self.task_id = task.task_id
         self.machine_id = task.machine_id
