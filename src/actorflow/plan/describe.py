@@ -73,6 +73,10 @@ def show(plan: Plan) -> str:
     if sbp:
         lines.append("sbp signatures:")
         lines.extend(f"  {op}: {choice}" for op, choice in sbp.items())
+    trees = plan.ctrl.get("trees")
+    if trees:
+        lines.append("fan-in/fan-out trees (no task reads or feeds more than the width):")
+        lines.extend(f"  {what}: {how}" for what, how in trees.items())
     return "\n".join(lines)
 
 

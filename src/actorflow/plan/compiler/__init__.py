@@ -17,20 +17,25 @@ from actorflow.plan.compiler.emit import Emitter, build_plan
 from actorflow.plan.compiler.graph import JobSpec, LogicalOp, infer_job
 from actorflow.plan.compiler.lower import Lowering
 from actorflow.plan.compiler.merge import group_nodes
+from actorflow.plan.compiler.trees import DEFAULT_WIDTH
 from actorflow.plan.model import Plan
 
 
 def compile_job(job: JobSpec, machines: int = 1, devices_per_machine: int = 1, *,
                 merge: bool = True, unit_per_task: bool = False,
-                validate: bool = True) -> Plan:
+                validate: bool = True, fan_width: int = DEFAULT_WIDTH) -> Plan:
     """Lower ``job`` onto ``machines`` x ``devices_per_machine`` ranks; return a valid Plan.
 
     ``merge=False`` keeps one task per kernel; ``unit_per_task=True`` gives every task its
-    own execution unit (thread or process) instead of one per device.
+    own execution unit (thread or process) instead of one per device.  ``fan_width``
+    bounds fan-in and fan-out: gathers, reductions, scatters and broadcasts over more
+    pieces or machines than that go through trees of that width.
     """
     if machines < 1 or devices_per_machine < 1:
         raise CompileError(f"job '{job.name}': machines ({machines}) and devices_per_machine "
                            f"({devices_per_machine}) must be >= 1")
+    if isinstance(fan_width, bool) or not isinstance(fan_width, int) or fan_width < 2:
+        raise CompileError(f"job '{job.name}': fan_width must be an int >= 2, got {fan_width!r}")
     if job.register_num < 1:
         raise CompileError(f"job '{job.name}': register_num must be >= 1, got {job.register_num}")
     infer_job(job)
@@ -39,14 +44,20 @@ def compile_job(job: JobSpec, machines: int = 1, devices_per_machine: int = 1, *
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        low = Lowering(job, machines, devices_per_machine)
+        low = Lowering(job, machines, devices_per_machine, fan_width)
         nodes = low.run()
         groups = group_nodes(nodes, merge=merge)
-        tasks = Emitter(nodes, groups, machines, devices_per_machine, unit_per_task).run()
+        emitter = Emitter(nodes, groups, machines, devices_per_machine, unit_per_task,
+                          fan_width)
+        tasks = emitter.run()
+        ctrl: dict = {"sbp": dict(low.choices)}
+        trees = {**low.boxer.trees, **emitter.relays}
+        if trees:
+            ctrl["trees"] = trees
         variables = [o.name for o in job.ops if o.op_type == "variable_part"]
         plan = build_plan(tasks, job.name, machines, devices_per_machine, job.num_pieces,
                           job.names("input"), job.output_names(), variables,
-                          {"sbp": dict(low.choices)})
+                          ctrl)
         if validate:
             plan.validate()
     finally:

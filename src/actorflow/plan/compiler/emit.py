@@ -2,7 +2,10 @@
 
 Every node's output is one regst desc of its task (blob ``out``); a desc no other task
 reads is task-local scratch with ``register_num`` 1.  A desc read on another machine goes
-through one ``comm_net`` task on the receiving machine.  Thread ids per machine: device
+through one ``comm_net`` task on the receiving machine; a desc read on more than
+``width`` other machines is relayed: the producer sends it to ``width`` of them, and each
+of those machines' comm_net is the source for up to ``width`` more (a tree, so no task
+answers thousands of consumers per piece).  Thread ids per machine: device
 ``d`` computes on thread ``d``, comm_net tasks share thread ``devices_per_machine``,
 input/source/output tasks share the next one, then one copy thread per device and
 direction (``copy_h2d``/``copy_d2h`` join host and CUDA memory); ``unit_per_task`` gives
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 from actorflow.errors import CompileError
 from actorflow.plan.compiler.lower import PNode
+from actorflow.plan.compiler.trees import DEFAULT_WIDTH, relay_parent
 from actorflow.plan.model import (
     BlobRef,
     ExecNode,
@@ -33,12 +37,16 @@ IO_KINDS = ("input", "source", "output")
 
 class Emitter:
     def __init__(self, nodes: list[PNode], groups: list[list[int]], machines: int, dpm: int,
-                 unit_per_task: bool) -> None:
+                 unit_per_task: bool, width: int = DEFAULT_WIDTH) -> None:
         self.nodes = nodes
         self.groups = groups
         self.machines = machines
         self.dpm = dpm
         self.unit_per_task = unit_per_task
+        self.width = width
+        self.relays: dict[str, str] = {}  # what was relayed, for plan show
+        self._relay: dict[int, dict[int, int]] = {}  # desc id -> {machine: relay machine}
+        self._consumes: set[tuple[int, int]] = set()  # (desc id, task id) already wired
         self.group_of = {nid: g for g, ids in enumerate(groups) for nid in ids}
         self.tasks: list[Task] = []
         self.desc_of: dict[int, RegstDesc] = {}  # node id -> its regst desc
@@ -88,6 +96,7 @@ class Emitter:
                     desc = self._desc(t, {"out": n.out}, n.register_num, f"out_{nid}")
                     desc.mem_case = mem
                     self.desc_of[nid] = desc
+        self._plan_relays()
         for t, ids in zip(self.tasks, self.groups):
             self._wire(t, ids)
         self._add_ticks()
@@ -97,6 +106,29 @@ class Emitter:
                     desc.register_num = 1
         return self.tasks
 
+    def _plan_relays(self) -> None:
+        """Which descs are read on more than ``width`` other machines, and their relay trees."""
+        readers: dict[int, set[int]] = {}
+        for t, ids in zip(self.tasks, self.groups):
+            for nid in ids:
+                for src in self.nodes[nid].inputs.values():
+                    d = self.desc_of[src]
+                    if self.tasks[d.producer_task_id].machine_id != t.machine_id:
+                        readers.setdefault(d.regst_desc_id, set()).add(t.machine_id)
+        for desc_id, machines in readers.items():
+            if len(machines) <= self.width:
+                continue
+            order = sorted(machines)
+            self._relay[desc_id] = {m: order[relay_parent(k, self.width)]
+                                    for k, m in enumerate(order)
+                                    if relay_parent(k, self.width) >= 0}
+            levels, k = 1, len(order) - 1
+            while relay_parent(k, self.width) >= 0:
+                k, levels = relay_parent(k, self.width), levels + 1
+            self.relays[f"regst desc {desc_id}"] = (
+                f"read on {len(order)} other machines: relayed by comm_net tasks, "
+                f"{self.width} per sender, {levels} hops deep")
+
     def _read(self, t: Task, nid: int) -> RegstDesc:
         """The desc ``t`` reads for node ``nid``'s output, consuming it if it is external."""
         desc = self.desc_of[nid]
@@ -104,22 +136,31 @@ class Emitter:
             return desc
         src_task = self.tasks[desc.producer_task_id]
         if src_task.machine_id != t.machine_id:
+            relay = self._relay.get(desc.regst_desc_id)
             desc = self._copy(desc, src_task.machine_id, "host")  # the network reads host memory
-            desc = self._comm_net(desc, t.machine_id)
+            desc = self._comm_net(desc, t.machine_id, relay)
         desc = self._copy(desc, t.machine_id, self.mem[t.task_id])
-        if t.task_id not in desc.consumer_task_ids:
+        if (desc.regst_desc_id, t.task_id) not in self._consumes:
+            self._consumes.add((desc.regst_desc_id, t.task_id))
             t.consumed[f"in_{len(t.consumed)}"] = [desc.regst_desc_id]
             desc.consumer_task_ids.append(t.task_id)
         return desc
 
-    def _comm_net(self, desc: RegstDesc, machine: int) -> RegstDesc:
+    def _comm_net(self, desc: RegstDesc, machine: int,
+                  relay: dict[int, int] | None = None) -> RegstDesc:
+        """``desc`` (host memory, another machine) on ``machine``: its comm_net's output.
+
+        With a ``relay`` tree the comm_net reads the copy its relay machine received."""
         key = (desc.regst_desc_id, machine)
         if key not in self._comm:
+            parent = relay.get(machine) if relay else None
+            src = desc if parent is None else self._comm_net(desc, parent, relay)
+            name = comm_net_name(desc, machine) + ("" if parent is None else f" (via m{parent})")
             t = Task(len(self.tasks), "comm_net", machine, self._thrd(machine, "comm_net", 0),
-                     name=comm_net_name(desc, machine))
+                     name=name)
             self.tasks.append(t)
             self.mem[t.task_id] = "host"
-            self._comm[key] = wire_comm_net(t, desc, self._next_desc)
+            self._comm[key] = wire_comm_net(t, src, self._next_desc)
             self._next_desc += 1
         return self._comm[key]
 

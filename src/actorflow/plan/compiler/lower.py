@@ -4,13 +4,14 @@ Walks the ops in order (the trace order is topological).  Each op gets devices (
 ranks mapped onto the cluster) and an SBP signature: the one its op definition allows
 that makes boxing move the fewest bytes across devices (greedy), ties broken by fewer
 boxing tasks, then by the rule's order.  One physical node per device runs the kernel on
-its piece; boxing nodes (``box_slice`` on the source device, ``concat``/``add_n`` on the
-destination device) convert layouts where producer and consumer disagree.
+its piece; boxing nodes (``boxer``: slices, concats and adds, through trees of bounded
+width over many pieces) convert layouts where producer and consumer disagree.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -18,16 +19,10 @@ import numpy as np
 from actorflow.errors import CompileError, OpError
 from actorflow.kernels import sbp as sbp_rules
 from actorflow.kernels.registry import get_op
-from actorflow.plan.compiler.boxing import (
-    Box,
-    Device,
-    boxing_cost,
-    piece_box,
-    plan_boxing,
-    split_axis,
-    valid_code,
-)
+from actorflow.plan.compiler.boxer import Boxer
+from actorflow.plan.compiler.boxing import Device, boxing_cost, piece_box, split_axis, valid_code
 from actorflow.plan.compiler.graph import NO_INPUT_KERNELS, JobSpec, LogicalOp
+from actorflow.plan.compiler.trees import DEFAULT_WIDTH
 from actorflow.plan.model import BlobDesc
 
 
@@ -67,7 +62,8 @@ class Layout:
 
 
 class Lowering:
-    def __init__(self, job: JobSpec, machines: int, devices_per_machine: int) -> None:
+    def __init__(self, job: JobSpec, machines: int, devices_per_machine: int,
+                 width: int = DEFAULT_WIDTH) -> None:
         self.job = job
         self._op = {o.name: o for o in job.ops}
         self.machines = machines
@@ -75,8 +71,9 @@ class Lowering:
         self.nodes: list[PNode] = []
         self.layouts: dict[str, Layout] = {}
         self.choices: dict[str, str] = {}  # op name -> "S0 on ranks [..]" (for plan show)
-        self._boxed: dict[tuple, list[int]] = {}
-        self._slices: dict[tuple, int] = {}
+        self.width = width
+        shapes = {o.name: o.out for o in job.ops if o.out is not None}
+        self.boxer = Boxer(job.name, self.nodes, self.layouts, shapes, self._node, width)
 
     # -- helpers ---------------------------------------------------------------------------
     def _node(self, kind: str, name: str, op_type: str, attrs: dict, device: Device,
@@ -234,7 +231,7 @@ class Lowering:
                 src = self.layouts[op.inputs[arg]]
                 d = ins[arg]
                 c = boxing_cost(d.shape, np.dtype(d.dtype).itemsize, src.code, src.devices,
-                                code, devs)
+                                code, devs, self.width)
                 if c is None:
                     break
                 total[0] += c[0]
@@ -250,52 +247,14 @@ class Lowering:
     # -- boxing ----------------------------------------------------------------------------
     def box(self, name: str, devs: tuple[Device, ...], code: str) -> list[int]:
         """PNode ids holding tensor ``name`` as ``code`` on ``devs`` (adds boxing nodes)."""
-        src = self.layouts[name]
-        if src.devices == devs and src.code == code:
-            return src.nodes
-        key = (name, devs, code)
-        if key in self._boxed:
-            return self._boxed[key]
-        desc = self._op[name].blob
-        targets = plan_boxing(desc.shape, src.code, src.devices, code, devs)
-        if targets is None:
-            raise CompileError(f"job '{self.job.name}': tensor '{name}' cannot be boxed from "
-                               f"{src.code} to {code}")
-        out = []
-        for j, t in enumerate(targets):
-            ports = []
-            for f in t.fragments:
-                if f.full:
-                    ports.append(src.nodes[f.src])
-                else:
-                    ports.append(self._slice(name, src, f.src, f.region))
-            if t.combine == "none":
-                out.append(ports[0])
-                continue
-            op_type = "concat" if t.combine == "concat" else "add_n"
-            attrs = {"axis": t.axis} if op_type == "concat" else {}
-            ins = {f"in_{k}": pid for k, pid in enumerate(ports)}
-            outd = get_op(op_type).infer_checked(
-                f"box_{name}", {k: self.nodes[v].blob for k, v in ins.items()}, attrs)["out"]
-            out.append(self._node("boxing", f"box_{name}_{src.code}to{code}@{j}", op_type,
-                                  attrs, devs[j], ins, outd, device_type=src.device_type))
-        self._boxed[key] = out
-        return out
+        return self.boxer.box(name, devs, code)
 
-    def _slice(self, name: str, src: Layout, i: int, region: Box) -> int:
-        key = (src.nodes[i], region)
-        if key not in self._slices:
-            attrs = {"begin": [b for b, _ in region], "end": [e for _, e in region]}
-            node = self.nodes[src.nodes[i]]
-            out = BlobDesc(tuple(e - b for b, e in region), node.blob.dtype)
-            self._slices[key] = self._node("boxing", f"slice_{name}@{i}.{len(self._slices)}",
-                                           "box_slice", attrs, src.devices[i],
-                                           {"in": src.nodes[i]}, out,
-                                           device_type=src.device_type)
-        return self._slices[key]
-
-    @staticmethod
-    def _ranks_text(devs: tuple[Device, ...]) -> str:
+    def _ranks_text(self, devs: tuple[Device, ...]) -> str:
+        """``[m0:d0, m0:d1]``; a long run of consecutive ranks is shortened to its ends."""
+        ranks = [m * self.dpm + d for m, d in devs]
+        if len(devs) > 8 and all(b == a + 1 for a, b in pairwise(ranks)):
+            (m0, d0), (m1, d1) = devs[0], devs[-1]
+            return f"[m{m0}:d{d0} .. m{m1}:d{d1}] ({len(devs)} devices)"
         return "[" + ", ".join(f"m{m}:d{d}" for m, d in devs) + "]"
 
 
