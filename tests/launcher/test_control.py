@@ -78,11 +78,17 @@ def test_rendezvous_plan_kv_barrier_and_clock(master):
 
     (s0, p0, v0), (s1, p1, v1) = _in_threads(lambda: rank(0), lambda: rank(1))
     assert v0 == v1 == {"from": 0, "n": [1, 2]}
-    # each machine received only its own tasks, plus the routing table of the whole plan
+    # each machine received only its own tasks, plus the routes of the tasks they talk to
     full = sample_pipeline.build_plan(2)
     assert {t.machine_id for t in p0.tasks} == {0} and {t.machine_id for t in p1.tasks} == {1}
     assert len(p0.tasks) + len(p1.tasks) == len(full.tasks)
-    assert {int(k) for k in p1.ctrl["routing"]} == {t.task_id for t in full.tasks}
+    for share in (p0, p1):
+        mine = {t.task_id for t in share.tasks}
+        neighbours = {c for t in share.tasks for d in t.produced.values()
+                      for c in d.consumer_task_ids}
+        descs = full.regst_descs()
+        neighbours |= {descs[i].producer_task_id for t in share.tasks for i in t.consumed_ids()}
+        assert {int(k) for k in share.ctrl["routing"]} == mine | neighbours
     # same host: the clock offset is tiny and bounded by half the round trip
     for s in (s0, s1):
         assert abs(s.offset) <= s.delay / 2 + 1e-3

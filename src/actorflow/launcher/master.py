@@ -34,6 +34,7 @@ from actorflow.launcher.ports import resolve
 from actorflow.launcher.store import Store
 from actorflow.plan.io import plan_to_bytes
 from actorflow.plan.model import Plan
+from actorflow.plan.shares import machine_shares, peer_machines
 
 HEARTBEAT_EVERY = 0.5
 MONITOR_WAIT = 10.0  # seconds a run waits for the launcher's monitor before starting anyway
@@ -87,6 +88,7 @@ class ControlMaster:
         self.by_ident: dict[bytes, int] = {}
         self.monitors: set[bytes] = set()
         self.store = Store()
+        self._peers_of: dict[int, list[int]] = {}  # rank -> machines its share sends to
         self._told: set[int] = set()  # ranks rejected because the plan did not load
         self.results: dict[str, dict[int, dict]] = {}  # kept when no monitor streams them
         self.result_counts: dict[str, int] = {}
@@ -289,16 +291,21 @@ class ControlMaster:
     def _distribute(self) -> None:
         assert self.plan is not None
         self.phase = "setup"
+        # each machine gets its share: its tasks and the routes it uses (one pass, O(plan))
+        shares = machine_shares(self.plan, list(self.ranks))
         for rank, info in self.ranks.items():
-            sub = self.plan.for_machine(rank)
-            self._send(info.ident, "plan", plan=plan_to_bytes(sub), run_id=self.run_id,
-                       pieces=self.pieces)
+            self._peers_of[rank] = peer_machines(shares[rank], rank)
+            self._send(info.ident, "plan", plan=plan_to_bytes(shares[rank]),
+                       run_id=self.run_id, pieces=self.pieces)
 
     def _on_addr(self, ident: bytes, info: RankInfo, msg: dict) -> None:
         info.addr = str(msg["addr"])
         if all(i.addr for i in self.ranks.values()):
-            peers = {str(r): i.addr for r, i in self.ranks.items()}
-            self._broadcast("peers", peers=peers)
+            for rank, i in self.ranks.items():  # only the addresses its routes lead to
+                if i.status not in ("lost", "bye"):
+                    peers = {str(r): self.ranks[r].addr for r in self._peers_of.get(rank, [])
+                             if r in self.ranks}
+                    self._send(i.ident, "peers", peers=peers)
 
     def _on_ready(self, ident: bytes, info: RankInfo, msg: dict) -> None:
         info.status = "ready"
