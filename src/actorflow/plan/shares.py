@@ -30,19 +30,19 @@ def machine_shares(plan: Plan, machines: list[int] | None = None) -> dict[int, P
         remote: dict[str, dict] = {}
         for t in tasks:
             routing[str(t.task_id)] = list(where[t.task_id])
-            for d in t.produced.values():
-                for c in d.consumer_task_ids:  # READY and EORD go there
+            for out in t.produced.values():
+                for c in out.consumer_task_ids:  # READY and EORD go there
                     if c in where:
                         routing[str(c)] = list(where[c])
             for ids in t.consumed.values():
                 for i in ids:
-                    d = descs.get(i)
-                    if d is None:
+                    src = descs.get(i)
+                    if src is None:
                         continue  # a dangling id: validation names it
-                    p = d.producer_task_id
+                    p = src.producer_task_id
                     if p in where and where[p][0] != m:  # ACKs go back there
                         routing[str(p)] = list(where[p])
-                        remote[str(i)] = d.to_dict()
+                        remote[str(i)] = src.to_dict()
         ctrl = dict(plan.ctrl)
         ctrl["routing"] = routing
         ctrl["remote_descs"] = remote
