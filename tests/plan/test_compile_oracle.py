@@ -2,7 +2,8 @@
 
 Hypothesis draws a job (elementwise ops, matmul chains, reductions, softmax, reshape,
 transpose, SBP/placement hints), a cluster of 1-4 machines x 1-2 devices and the compile
-options (merging on/off, one execution unit per task or per device); the compiled plan is
+options (merging on/off, one execution unit per task or per device, a fan width of 2 or 3
+that sends most boxings of several pieces through trees, or the default 16); the plan is
 run with Session and must match plain numpy on one device.
 """
 
@@ -73,7 +74,8 @@ def descriptions(draw) -> dict:
             steps.append(["hint", rs, sbp(shape, rs)])
     return {"machines": machines, "dpm": dpm, "pieces": 2, "inputs": inputs, "steps": steps,
             "combine": draw(st.sampled_from(sorted(BINARY))),
-            "options": {"merge": draw(st.booleans()), "unit_per_task": draw(st.booleans())}}
+            "options": {"merge": draw(st.booleans()), "unit_per_task": draw(st.booleans()),
+                        "fan_width": draw(st.sampled_from([2, 3, 16]))}}
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -64,8 +64,8 @@ FIXED = [
 
 @pytest.mark.parametrize("desc, options, unit", [
     (FIXED[0], {}, "thread"), (FIXED[1], {}, "thread"),
-    (FIXED[1], {"unit_per_task": True}, "process"),
-], ids=["2x2-devices", "3-machines", "3-machines-process-per-task"])
+    (FIXED[1], {"unit_per_task": True}, "process"), (FIXED[0], {"fan_width": 2}, "thread"),
+], ids=["2x2-devices", "3-machines", "3-machines-process-per-task", "2x2-trees-of-width-2"])
 def test_fixed_oracle_jobs_through_sim(tmp_path, desc, options, unit):
     job_file = tmp_path / "oracle_job.py"
     job_file.write_text(
@@ -86,7 +86,8 @@ def test_fixed_oracle_jobs_through_sim(tmp_path, desc, options, unit):
     assert got.shape[0] == desc["pieces"]
     for i in range(desc["pieces"]):
         np.testing.assert_allclose(got[i], reference(desc, i), rtol=1e-4, atol=1e-5)
-    plan = af.compile(build(desc), machines=desc["machines"], devices_per_machine=desc["dpm"])
+    plan = af.compile(build(desc), machines=desc["machines"], devices_per_machine=desc["dpm"],
+                      **options)
     with af.Session(plan) as s:
         local = s.run_to_end()["y"]
     np.testing.assert_allclose(np.stack(local), got, rtol=1e-6, atol=1e-7)

@@ -118,7 +118,8 @@ class Boxer:
         whole, notes = self._gather(name, src, root)
         if code == "B":  # every destination reads the whole; the emitter relays it
             out = [whole] * len(devs)
-            notes.append(f"read by {len(devs)} devices (comm_net relays across machines)")
+            if len(devs) > 1:
+                notes.append(f"read by {len(devs)} devices (comm_net relays across machines)")
         else:
             out, scatter = self._scatter(name, whole, root, code, devs, src.device_type)
             notes.append(scatter)
@@ -154,7 +155,7 @@ class Boxer:
             counts.append(made)
         what = "add_n" if src.code == "P" else "concat"
         return items[0], [f"{len(src.nodes)} pieces -> {' + '.join(map(str, counts))} {what} "
-                          f"tasks in {len(levels)} levels"]
+                          f"nodes in {len(levels)} levels"]
 
     def _scatter(self, name: str, whole: int, root: Device, code: str, devs: tuple[Device, ...],
                  device_type: str) -> tuple[list[int], str]:
@@ -183,13 +184,16 @@ class Boxer:
                     else:
                         region = list(full)
                         region[axis] = (b_lo - lo, b_hi - lo)
-                        child = self._slice(name, node, dev, tuple(region), device_type,
+                        # a cut for a device of the same machine runs on that device (it
+                        # then merges with its reader); across machines, before sending
+                        at = devs[first] if devs[first][0] == dev[0] else dev
+                        child = self._slice(name, node, at, tuple(region), device_type,
                                             f"@L{li}")
                         count += 1
                     below[k] = (child, devs[first], b_lo, b_hi)
             above = [b for b in below if b is not None]
             made.append(count)
-        return [h[0] for h in above], (f"scattered as {' + '.join(map(str, made))} slice tasks "
+        return [h[0] for h in above], (f"scattered as {' + '.join(map(str, made))} slice nodes "
                                        f"in {len(levels)} levels to {len(devs)} pieces")
 
 
