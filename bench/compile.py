@@ -1,14 +1,22 @@
-"""Compile speed: tasks compiled per second for jobs of 100, 1,000 and 10,000 ops.
+"""Compile speed along two axes: job size (ops) and cluster size (ranks).
 
-    python bench/compile.py            # medians of 3 repeats
-    python bench/compile.py --quick    # 1 repeat, sizes 100 and 1,000
+    python bench/compile.py                 # both tables, medians of 3 repeats
+    python bench/compile.py --quick         # 1 repeat, smaller sizes
+    python bench/compile.py --only ranks    # one table (ops | ranks)
 
-A job of N ops is a stack of data-parallel layers on 2 machines x 2 devices (input split
-over 4 ranks, weights broadcast, matmul + bias + activation), with an SBP hint every 8
-layers that forces an all-to-all and back: it exercises SBP choice, boxing, comm_net and
-merging.  Phases timed separately: tracing (Python API -> job), compiling (job -> Plan),
-validating (rules, then the dry run of the actor protocol).  Goal: 10,000 ops compiled
-and validated in <= 5 s.
+Ops axis: a job of N ops is a stack of data-parallel layers on 2 machines x 2 devices
+(input split over 4 ranks, weights broadcast, matmul + bias + activation), with an SBP
+hint every 8 layers that forces an all-to-all and back: it exercises SBP choice, boxing,
+comm_net and merging.  Goal: 10,000 ops compiled and validated in <= 5 s.
+
+Ranks axis: one data-parallel layer (``random_input`` split by rows over every rank ->
+``x @ w``, ``w`` broadcast -> ``relu`` -> ``output``) on 100, 300 and 1,000 machines x 8
+devices: the input is scattered from one device and the output gathered to one, through
+the compiler's fan-in/fan-out trees.  Goals: 1,000 x 8 compiled and validated in <= 10 s;
+time per task at 8,000 ranks within 2x of that at 800 (the baseline, same run).
+
+Phases timed separately: tracing (Python API -> job), compiling (job -> Plan), validating
+(rules, then the dry run of the actor protocol), then the whole validated ``af.compile``.
 """
 
 from __future__ import annotations
@@ -42,17 +50,28 @@ def build_job(n_ops: int) -> af.Job:
     return job
 
 
-def measure(n_ops: int) -> dict:
+def build_layer(machines: int, devices: int = 8) -> af.Job:
+    """The data-parallel layer of issue 14 on ``machines`` x ``devices`` ranks."""
+    n = machines * devices
+    ranks = af.placement("cpu", ranks=list(range(n)))
+    with af.Job(f"layer{n}", pieces=2) as job:
+        x = af.random_input("x", (4 * n, 16), seed=1, placement=ranks, sbp=af.sbp.split(0))
+        w = af.variable("w", (16, 16), init="normal", seed=2, placement=ranks)
+        af.output("y", F.relu(x @ w))
+    return job
+
+
+def measure(build, machines: int, devices: int) -> dict:
     t0 = time.perf_counter()
-    job = build_job(n_ops)
+    job = build()
     t1 = time.perf_counter()
-    plan = af.compile(job, machines=MACHINES, devices_per_machine=DEVICES, validate=False)
+    plan = af.compile(job, machines=machines, devices_per_machine=devices, validate=False)
     t2 = time.perf_counter()
     validate_plan(plan, progress=False)
     t3 = time.perf_counter()
     validate_plan(plan)  # rules again + the dry run
     t4 = time.perf_counter()
-    af.compile(job, machines=MACHINES, devices_per_machine=DEVICES)  # end to end, validated
+    af.compile(job, machines=machines, devices_per_machine=devices)  # end to end, validated
     t5 = time.perf_counter()
     return {"ops": len(job.spec.ops), "tasks": len(plan.tasks), "trace": t1 - t0,
             "compile": t2 - t1, "rules": t3 - t2, "dry_run": (t4 - t3) - (t3 - t2),
@@ -64,30 +83,64 @@ def _median(values: list[float]) -> float:
     return s[len(s) // 2]
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="1 repeat, up to 1,000 ops")
-    ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args(argv)
-    sizes = [100, 1000] if args.quick else [100, 1000, 10000]
-    repeats = 1 if args.quick else args.repeats
+def _medians(build, machines: int, devices: int, repeats: int) -> dict:
+    runs = [measure(build, machines, devices) for _ in range(repeats)]
+    return {k: _median([r[k] for r in runs]) for k in runs[0]}
+
+
+def _print(title: str, head: list[str], rows: list[list[str]]) -> None:
+    print(f"\n{title}\n")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+def ops_table(sizes: list[int], repeats: int) -> None:
     rows = []
     for n in sizes:
-        runs = [measure(n) for _ in range(repeats)]
-        med = {k: _median([r[k] for r in runs]) for k in runs[0]}
+        med = _medians(lambda n=n: build_job(n), MACHINES, DEVICES, repeats)
         total = med["total"]
         rows.append([f"{n:,}", f"{int(med['tasks']):,}", f"{med['trace']:.3f}",
                      f"{med['compile']:.3f}", f"{med['rules']:.3f}", f"{med['dry_run']:.3f}",
                      f"{total:.3f}", f"{med['tasks'] / med['compile']:,.0f}",
                      f"{med['tasks'] / total:,.0f}", f"{5.0 / total:.1f}x"])
-    head = ["ops", "tasks", "trace s", "compile s", "validate rules s", "dry run s",
+    _print(f"ops axis: {MACHINES} machines x {DEVICES} devices, medians of {repeats}",
+           ["ops", "tasks", "trace s", "compile s", "validate rules s", "dry run s",
             "af.compile (validated) s", "tasks/s (compile)", "tasks/s (compile+validate)",
-            "vs 5 s goal"]
-    print(f"compile bench: {MACHINES} machines x {DEVICES} devices, medians of {repeats}")
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+            "vs 5 s goal"], rows)
+
+
+def ranks_table(machine_counts: list[int], repeats: int, devices: int = 8) -> None:
+    rows = []
+    base = None  # seconds per task of the smallest cluster: the baseline
+    for m in machine_counts:
+        med = _medians(lambda m=m: build_layer(m, devices), m, devices, repeats)
+        total = med["total"]
+        per_task = total / med["tasks"]
+        base = base or per_task
+        rows.append([f"{m:,} x {devices}", f"{m * devices:,}", f"{int(med['tasks']):,}",
+                     f"{med['compile']:.3f}", f"{med['rules']:.3f}", f"{med['dry_run']:.3f}",
+                     f"{total:.3f}", f"{per_task * 1e6:,.0f}", f"{per_task / base:.2f}",
+                     f"{10.0 / total:.1f}x"])
+    _print(f"ranks axis: the data-parallel layer, medians of {repeats}; baseline: time per "
+           f"task at {machine_counts[0] * devices:,} ranks",
+           ["machines", "ranks", "tasks", "compile s", "validate rules s", "dry run s",
+            "af.compile (validated) s", "us per task", "per task vs baseline (goal <= 2)",
+            "vs 10 s goal"], rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="1 repeat, smaller sizes")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", choices=["ops", "ranks"], help="one table only")
+    args = ap.parse_args(argv)
+    repeats = 1 if args.quick else args.repeats
+    if args.only in (None, "ops"):
+        ops_table([100, 1000] if args.quick else [100, 1000, 10000], repeats)
+    if args.only in (None, "ranks"):
+        ranks_table([100, 300] if args.quick else [100, 300, 1000], repeats)
     return 0
 
 

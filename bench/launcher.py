@@ -6,7 +6,10 @@
    thread, tcp on loopback) vs a raw pyzmq DEALER/ROUTER msgpack ping-pong on a thread.
 2. Launch overhead: ``flowlaunch sim`` of a 1-piece plan on N machines (start, rendezvous,
    plan distribution, run, shutdown, reap) vs starting N bare ``python -c 'import
-   actorflow.launcher.worker'`` processes in parallel (the interpreter + import floor).
+   actorflow.launcher.worker'`` processes in parallel (the interpreter + import floor);
+   goals: <= 1 s for 4 machines, <= 2 s for 16.  Then the sample job and the 4-stage
+   example on 4 and 16 machines: start to exit, the run itself (the master's wall clock
+   from the start signal to the last piece), and the difference (start-up + shutdown).
 3. Failure detection: time from a machine's last heartbeat until another machine is told to
    abort, vs the configured heartbeat timeout (the goal is detection within 3 s).
 """
@@ -14,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -128,6 +132,25 @@ def launch_overhead(machines: int, repeats: int, job: Path) -> tuple[float, floa
     return median_time(sim, repeats, warmup=1), median_time(bare, repeats, warmup=1)
 
 
+def example_launch(path: Path, machines: int, repeats: int) -> tuple[float, float]:
+    """Median (start to exit, run wall) seconds of ``flowlaunch sim`` of an example."""
+    runs = []
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "actorflow.launcher.cli", "sim", str(path),
+                            "--machines", str(machines), "--quiet", "--json"],
+                           capture_output=True, text=True, timeout=180)
+        total = time.perf_counter() - t0
+        if r.returncode != 0:
+            raise SystemExit(f"flowlaunch sim {path.name} failed:\n{r.stdout}\n{r.stderr}")
+        runs.append(float(json.loads(r.stdout)["wall_seconds"]))
+        return total
+
+    total = median_of(once, repeats=repeats, warmup=1)
+    return total, sorted(runs)[len(runs) // 2]
+
+
 def detection_time(hb_timeout: float) -> float:
     """Seconds from a machine's last heartbeat until another machine receives abort."""
     import sample_pipeline
@@ -186,11 +209,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         job = Path(d) / "tiny_job.py"
         job.write_text(TINY_JOB)
-        for m in (1, 2, 3):
+        for m in (1, 2, 3, 4, 16):
             t_sim, t_bare = launch_overhead(m, repeats, job)
-            rows.append([m, t_sim, t_bare, t_sim / t_bare])
+            goal = {4: 1.0, 16: 2.0}.get(m)
+            rows.append([m, t_sim, t_bare, t_sim / t_bare,
+                         "-" if goal is None else f"<= {goal:.0f} s: "
+                         + ("yes" if t_sim <= goal else "NO")])
     print_table(f"flowlaunch sim of a 1-piece plan, start to exit, median of {repeats}",
-                ["machines", "flowlaunch sim s", "bare python+import s", "ratio"], rows)
+                ["machines", "flowlaunch sim s", "bare python+import s", "ratio", "goal"], rows)
+
+    rows = []
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    for name in ("sample_pipeline", "pipeline_4_stages"):
+        for m in (4, 16):
+            total, run = example_launch(examples / f"{name}.py", m, repeats)
+            rows.append([name, m, total, run, total - run])
+    print_table(f"flowlaunch sim of the examples, median of {repeats}",
+                ["job", "machines", "start to exit s", "run s", "start-up + shutdown s"],
+                rows)
 
     rows = []
     for hb in (1.0, 2.0):
