@@ -64,6 +64,9 @@ def _collect(plan: Plan) -> list[str]:
                             f"{descs[d.regst_desc_id].producer_task_id} and {t.task_id})")
             descs[d.regst_desc_id] = d
     structure = Structure(descs, {t.task_id: t.machine_id for t in plan.tasks})
+    # membership sets, so wide fan-in/fan-out stays O(tasks + edges)
+    consumes = {t.task_id: set(t.consumed_ids()) for t in plan.tasks}
+    consumers = {i: set(d.consumer_task_ids) for i, d in descs.items()}
     for t in plan.tasks:
         where = f"task {t.task_id} ({t.label})"
         if t.task_type not in KINDS:
@@ -84,7 +87,7 @@ def _collect(plan: Plan) -> list[str]:
             for c in d.consumer_task_ids:
                 if c not in tasks:
                     errs.append(f"{dw}: consumer task {c} does not exist")
-                elif d.regst_desc_id not in tasks[c].consumed_ids():
+                elif d.regst_desc_id not in consumes[c]:
                     errs.append(f"{dw}: lists consumer task {c}, which does not consume it")
         seen = set()
         for name, ids in t.consumed.items():
@@ -95,7 +98,7 @@ def _collect(plan: Plan) -> list[str]:
                 if i not in descs:
                     errs.append(f"{where}: consumed '{name}' names regst desc {i}, which no "
                                 "task produces (dangling id)")
-                elif t.task_id not in descs[i].consumer_task_ids:
+                elif t.task_id not in consumers[i]:
                     errs.append(f"{where}: consumes regst desc {i}, whose consumer list "
                                 f"{descs[i].consumer_task_ids} does not include it")
         errs.extend(_check_exec(t, descs))
