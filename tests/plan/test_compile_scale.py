@@ -147,3 +147,37 @@ def test_a_broadcast_to_many_machines_is_relayed_by_comm_net_trees():
 def test_fan_width_must_be_at_least_two():
     with pytest.raises(af.errors.CompileError, match="fan_width must be an int >= 2, got 1"):
         af.compile(layer(1, 2), machines=1, devices_per_machine=2, fan_width=1)
+
+
+LAYER_JOB = '''
+import actorflow as af
+import actorflow.functional as F
+
+DEVICES_PER_MACHINE = 8
+COMPILE_OPTIONS = {"fan_width": 4}
+
+def build_job(machines):
+    ranks = af.placement("cpu", ranks=list(range(machines * 8)))
+    with af.Job("layer", pieces=2) as job:
+        x = af.random_input("x", (machines * 32, 16), seed=1, placement=ranks,
+                            sbp=af.sbp.split(0))
+        w = af.variable("w", (16, 16), init="normal", seed=2, placement=ranks)
+        af.output("y", F.relu(x @ w))
+    return job
+'''
+
+
+def test_plan_show_lists_the_trees(tmp_path, capsys):
+    """What a user sees: `flowlaunch plan show` of a job file on 6 machines x 8 devices."""
+    from actorflow.launcher.cli import main
+
+    job = tmp_path / "layer.py"
+    job.write_text(LAYER_JOB)
+    assert main(["plan", "show", str(job), "--machines", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "fan-in/fan-out trees (no task reads or feeds more than the width):" in out
+    # 48 pieces: 12 groups of 4 devices (2 per machine), then 3 groups of 4, then the root
+    assert ("relu0 S0->B: tree of width 4 through m0:d0: 48 pieces -> 12 + 3 + 1 concat "
+            "nodes in 3 levels") in out
+    assert "x B->S0: tree of width 4 through m0:d0: the B copy on m0:d0; scattered as" in out
+    assert "matmul0: (a:S0, b:B) -> S0 on [m0:d0 .. m5:d7] (48 devices)" in out
