@@ -181,3 +181,31 @@ def test_plan_show_lists_the_trees(tmp_path, capsys):
             "nodes in 3 levels") in out
     assert "x B->S0: tree of width 4 through m0:d0: the B copy on m0:d0; scattered as" in out
     assert "matmul0: (a:S0, b:B) -> S0 on [m0:d0 .. m5:d7] (48 devices)" in out
+
+
+def test_ticks_to_many_machines_are_relayed_too():
+    """A variable split over 12 machines and gathered to machine 0: each part's task has no
+    per-piece input, so it is paced by the source's tick, relayed at width 3."""
+    machines = 12
+    everywhere = af.placement("cpu", ranks=list(range(machines)))
+    with af.Job("ticks", pieces=3) as job:
+        x = af.random_input("x", (2, machines), seed=1)
+        w = af.variable("w", (machines, 3), init="normal", seed=2, placement=everywhere,
+                        sbp=af.sbp.split(0))
+        af.output("y", x @ w.to_global(af.placement("cpu", ranks=[0]), af.sbp.broadcast))
+    plan = af.compile(job, machines=machines, fan_width=3)
+    ticked = {t.machine_id for t in plan.tasks if "tick" in t.consumed}
+    assert len(ticked - {0}) > 3  # more remote machines need the tick than the width
+    assert any("relayed by comm_net tasks, 3 per sender" in v
+               for v in plan.ctrl["trees"].values())
+    where = {t.task_id: t.machine_id for t in plan.tasks}
+    remote = [sum(where[c] != where[d.producer_task_id] for c in d.consumer_task_ids)
+              for d in plan.regst_descs().values()]
+    assert max(remote) <= 3
+    assert max(len(t.consumed_ids()) for t in plan.tasks) <= 3
+    with af.Session(plan, timeout=60) as s:
+        out = s.run_to_end()["y"]
+    wv = np.random.default_rng(2).standard_normal((machines, 3)).astype("float32")
+    for piece, got in enumerate(out):
+        xv = np.random.default_rng([1, piece]).standard_normal((2, machines)).astype("float32")
+        np.testing.assert_allclose(got, xv @ wv, rtol=1e-5, atol=1e-6)

@@ -116,18 +116,21 @@ class Emitter:
                     if self.tasks[d.producer_task_id].machine_id != t.machine_id:
                         readers.setdefault(d.regst_desc_id, set()).add(t.machine_id)
         for desc_id, machines in readers.items():
-            if len(machines) <= self.width:
-                continue
-            order = sorted(machines)
-            self._relay[desc_id] = {m: order[relay_parent(k, self.width)]
-                                    for k, m in enumerate(order)
-                                    if relay_parent(k, self.width) >= 0}
-            levels, k = 1, len(order) - 1
-            while relay_parent(k, self.width) >= 0:
-                k, levels = relay_parent(k, self.width), levels + 1
-            self.relays[f"regst desc {desc_id}"] = (
-                f"read on {len(order)} other machines: relayed by comm_net tasks, "
-                f"{self.width} per sender, {levels} hops deep")
+            if len(machines) > self.width:
+                self._relay_tree(desc_id, machines)
+
+    def _relay_tree(self, desc_id: int, machines: set[int]) -> None:
+        """Desc ``desc_id`` goes to ``machines`` through a ``width``-ary tree of comm_nets."""
+        order = sorted(machines)
+        self._relay[desc_id] = {m: order[relay_parent(k, self.width)]
+                                for k, m in enumerate(order)
+                                if relay_parent(k, self.width) >= 0}
+        levels, k = 1, len(order) - 1
+        while relay_parent(k, self.width) >= 0:
+            k, levels = relay_parent(k, self.width), levels + 1
+        self.relays[f"regst desc {desc_id}"] = (
+            f"read on {len(order)} other machines: relayed by comm_net tasks, "
+            f"{self.width} per sender, {levels} hops deep")
 
     def _read(self, t: Task, nid: int) -> RegstDesc:
         """The desc ``t`` reads for node ``nid``'s output, consuming it if it is external."""
@@ -199,18 +202,30 @@ class Emitter:
 
     def _add_ticks(self) -> None:
         clocks = [t for t in self.tasks if t.task_type in ("input", "source")]
-        for t in list(self.tasks):
-            if t.task_type in ("normal", "boxing") and not t.consumed:
-                if not clocks:
-                    raise CompileError(f"task {t.task_id} ({t.label}) holds only variables or "
-                                       "constants and the job has no input or source to pace it")
-                clock = next((c for c in clocks if c.machine_id == t.machine_id), clocks[0])
+        idle = [t for t in self.tasks if t.task_type in ("normal", "boxing") and not t.consumed]
+        if idle and not clocks:
+            t = idle[0]
+            raise CompileError(f"task {t.task_id} ({t.label}) holds only variables or "
+                               "constants and the job has no input or source to pace it")
+        local: dict[int, Task] = {}
+        for c in clocks:
+            local.setdefault(c.machine_id, c)
+        paced = [(t, local.get(t.machine_id, clocks[0] if clocks else t)) for t in idle]
+        remote: dict[int, set[int]] = {}
+        for t, clock in paced:
+            if clock.machine_id != t.machine_id:
                 desc = next(iter(clock.produced.values()))
-                if clock.machine_id != t.machine_id:
-                    desc = self._comm_net(desc, t.machine_id)
-                desc = self._copy(desc, t.machine_id, self.mem[t.task_id])
-                t.consumed["tick"] = [desc.regst_desc_id]
-                desc.consumer_task_ids.append(t.task_id)
+                remote.setdefault(desc.regst_desc_id, set()).add(t.machine_id)
+        for desc_id, machines in remote.items():
+            if len(machines) > self.width and desc_id not in self._relay:
+                self._relay_tree(desc_id, machines)
+        for t, clock in paced:
+            desc = next(iter(clock.produced.values()))
+            if clock.machine_id != t.machine_id:
+                desc = self._comm_net(desc, t.machine_id, self._relay.get(desc.regst_desc_id))
+            desc = self._copy(desc, t.machine_id, self.mem[t.task_id])
+            t.consumed["tick"] = [desc.regst_desc_id]
+            desc.consumer_task_ids.append(t.task_id)
 
 
 def build_plan(tasks: list[Task], name: str, machines: int, dpm: int, num_pieces: int | None,
