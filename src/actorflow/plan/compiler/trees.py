@@ -2,7 +2,7 @@
 broadcasts over many pieces, so that no task has more than ``width`` inputs and no piece
 of data is sent to more than ``width`` places by one task.
 
-Pure grouping of indices; the lowering (``tree_boxing``) turns a tree into tasks and the
+Pure grouping of indices; the lowering (``boxer``) turns a tree into nodes and the
 emitter routes broadcasts to many machines through ``relay_parent``.  Groups are runs of
 *consecutive* pieces, so concatenating a group of split pieces gives one contiguous range.
 Level 0 groups the pieces of one machine (its devices first), the next levels group
