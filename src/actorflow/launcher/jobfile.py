@@ -72,7 +72,8 @@ def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
     """A job file with ``build_job(machines)`` or a module-level ``job``: compile it.
 
     ``DEVICES_PER_MACHINE`` in the file sets the devices per machine (default 1) and
-    ``COMPILE_OPTIONS`` extra ``af.compile`` keywords (``merge``, ``unit_per_task``).
+    ``COMPILE_OPTIONS`` extra ``af.compile`` keywords (``merge``, ``unit_per_task``,
+    ``fan_width``).
     A job is anything carrying a ``JobSpec`` (``plan.compiler.TracedJob``), so the launcher
     compiles through ``plan`` and never imports the frontend that traced it.
     """

@@ -10,7 +10,7 @@ returned.
 from __future__ import annotations
 
 import gc
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from actorflow.errors import CompileError
 from actorflow.plan.compiler.emit import Emitter, build_plan
@@ -78,8 +78,9 @@ class TracedJob(Protocol):
 
 
 def compile_traced(job: TracedJob | JobSpec, machines: int = 1, devices_per_machine: int = 1,
-                   **options: bool) -> Plan:
-    """``compile_job`` for a traced job (``af.Job``) or its bare ``JobSpec``."""
+                   **options: Any) -> Plan:
+    """``compile_job`` for a traced job (``af.Job``) or its bare ``JobSpec``; ``options`` are
+    ``compile_job``'s keywords (``merge``, ``unit_per_task``, ``validate``, ``fan_width``)."""
     spec = job if isinstance(job, JobSpec) else job.spec
     return compile_job(spec, machines, devices_per_machine, **options)
 
