@@ -19,9 +19,10 @@ from actorflow.frontend.placement import placement
 from actorflow.frontend.variables import read_variable
 from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
 from actorflow.session import ClusterSession, Session
+from actorflow.spmd import env
 
 __version__ = "0.1.0"
 
 __all__ = ["ClusterSession", "Job", "Plan", "PlanBuilder", "Session", "__version__",
-           "compile", "errors", "functional", "input", "job", "load_plan", "output",
+           "compile", "env", "errors", "functional", "input", "job", "load_plan", "output",
            "placement", "random_input", "read_variable", "save_plan", "sbp", "variable"]

@@ -138,3 +138,19 @@ class RegistryError(FatalError, LookupError):
 
 class UnknownOpError(OpError, RegistryError):
     """An op type that no op definition registered (an ``OpError`` where ops are checked)."""
+
+
+class CollectiveError(ActorflowError):
+    """A collective could not complete: a rank died, left, or sent what was not expected."""
+
+
+class RankLost(CollectiveError):
+    """A rank of a process group died or left mid-collective; ``rank`` names it."""
+
+    def __init__(self, rank: int, message: str) -> None:
+        self.rank = rank
+        super().__init__(message)
+
+
+class ConsistencyError(FatalError):
+    """Ranks disagree on what should be the same global tensor (meta or data); names them."""

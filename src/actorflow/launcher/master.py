@@ -289,8 +289,12 @@ class ControlMaster:
             self._distribute()
 
     def _distribute(self) -> None:
-        assert self.plan is not None
         self.phase = "setup"
+        if self.plan is None:  # a rendezvous only: SPMD scripts meet here, then use the store
+            for info in self.ranks.values():
+                self._send(info.ident, "plan", plan=None, run_id=self.run_id,
+                           pieces=self.pieces)
+            return
         # each machine gets its share: its tasks and the routes it uses (one pass, O(plan))
         shares = machine_shares(self.plan, list(self.ranks))
         for rank, info in self.ranks.items():

@@ -1,0 +1,71 @@
+"""Tagged, bounded receives over the transport's mesh: the one place collectives wait.
+
+A message's key is ``[group id, op sequence number, part, meta]``; a receive names the
+sender and ``(group, seq, part)`` and keeps messages that arrive early for later.  Every
+wait has a deadline, and fails at once (after a short grace for bytes still in flight)
+when any rank the operation depends on has died or left, naming that rank.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from actorflow.errors import RankLost, WaitTimeout
+from actorflow.transport.mesh import Mesh
+
+LOSS_GRACE = 0.25  # seconds a lost peer's last bytes may still be arriving
+
+Tag = tuple[str, int, int]  # (group id, op sequence number, part)
+
+
+class Channel:
+    """A rank's mailbox on top of a ``Mesh``."""
+
+    def __init__(self, mesh: Mesh) -> None:
+        self.mesh = mesh
+        self.rank = mesh.rank
+        self._early: dict[tuple[int, str, int, int], tuple[Any, list]] = {}
+
+    def send(self, peer: int, tag: Tag, frames: Sequence[Any] = (), meta: Any = None) -> None:
+        self.mesh.send(peer, [tag[0], tag[1], tag[2], meta], frames)
+
+    def recv(self, src: int, tag: Tag, *, watch: Iterable[int], deadline: float,
+             what: str) -> tuple[Any, list]:
+        """``(meta, frames)`` of the message ``tag`` from ``src``.
+
+        ``watch`` are the ranks whose loss dooms this wait (the group's members);
+        ``what`` names the operation for error messages.
+        """
+        key = (src, *tag)
+        found = self._early.pop(key, None)
+        if found is not None:
+            return found
+        watch = tuple(watch)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WaitTimeout(f"rank {self.rank} waited too long in {what} for a message "
+                                  f"from rank {src} (is rank {src} running the same "
+                                  "collectives in the same order?)")
+            msg = self.mesh.recv(min(left, 0.05))
+            if msg is None:
+                self._check_peers(src, watch, what)
+                continue
+            peer, (gid, seq, part, meta), frames = msg[0], msg[1], msg[2]
+            if (peer, gid, seq, part) == key:
+                return meta, frames
+            self._early[(peer, gid, seq, part)] = (meta, frames)
+
+    def _check_peers(self, src: int, watch: tuple[int, ...], what: str) -> None:
+        mesh = self.mesh
+        now = time.monotonic()
+        for r in (src, *watch):
+            if r in mesh.gone:
+                raise RankLost(r, f"rank {r} left the process group (destroyed it or exited) "
+                                  f"while rank {self.rank} waited in {what}")
+            t = mesh.lost.get(r)
+            if t is not None and now - t > LOSS_GRACE:
+                raise RankLost(r, f"rank {r} died: its connection closed while rank "
+                                  f"{self.rank} waited in {what}")

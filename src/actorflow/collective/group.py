@@ -1,0 +1,200 @@
+"""A process group: an ordered set of ranks that run collectives together.
+
+Every member calls the same collectives in the same order (SPMD), so each call gets the
+next sequence number of the group and its messages are tagged with it.  Subgroups share
+the world's mesh and need no setup (``group.subgroup([0, 2])``).  Results are new arrays;
+inputs are never changed.
+
+Algorithm choice by size: tensors up to ``small_bytes`` go directly rank to rank (one step
+of latency); larger ones go around a ring in chunks of ``chunk_bytes`` (bandwidth-optimal).
+Every wait is bounded by ``timeout`` seconds, and a member that dies or leaves fails the
+collective on every other member within a fraction of a second, naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from actorflow.collective import direct, ring
+from actorflow.collective.channel import Channel
+from actorflow.collective.reduce_ops import reduce_op
+from actorflow.errors import CollectiveError, UsageError
+
+DEFAULT_TIMEOUT = float(os.environ.get("ACTORFLOW_COLLECTIVE_TIMEOUT", "120"))
+SMALL_BYTES = 64 * 1024
+CHUNK_BYTES = 1 << 20
+
+
+class Op:
+    """One collective call in flight: its tag, deadline and name for errors."""
+
+    def __init__(self, group: ProcessGroup, name: str, seq: int) -> None:
+        self.group = group
+        self.seq = seq
+        self.what = f"{name} #{seq} of group {list(group.ranks)}"
+        self.deadline = time.monotonic() + group.timeout
+        self.small_bytes = group.small_bytes
+        self._chunk_bytes = group.chunk_bytes
+
+    def chunk_elems(self, itemsize: int) -> int:
+        return max(1, self._chunk_bytes // itemsize)
+
+    def send(self, peer: int, part: int, frames: Sequence[Any] = (), meta: Any = None) -> None:
+        g = self.group
+        g.channel.send(g.ranks[peer], (g.gid, self.seq, part), frames, meta)
+
+    def recv(self, peer: int, part: int) -> tuple[Any, list]:
+        g = self.group
+        return g.channel.recv(g.ranks[peer], (g.gid, self.seq, part), watch=g.ranks,
+                              deadline=self.deadline, what=self.what)
+
+
+class ProcessGroup:
+    """Collectives among ``ranks`` (global ranks; group rank = position in the list)."""
+
+    def __init__(self, channel: Channel, ranks: Sequence[int], *,
+                 timeout: float = DEFAULT_TIMEOUT, small_bytes: int = SMALL_BYTES,
+                 chunk_bytes: int = CHUNK_BYTES) -> None:
+        self.channel = channel
+        self.ranks = tuple(int(r) for r in ranks)
+        if len(set(self.ranks)) != len(self.ranks):
+            raise UsageError(f"process group ranks {list(self.ranks)} repeat a rank")
+        if channel.rank not in self.ranks:
+            raise UsageError(f"rank {channel.rank} is not in the process group "
+                             f"{list(self.ranks)}")
+        self.global_rank = channel.rank
+        self.rank = self.ranks.index(channel.rank)
+        self.size = len(self.ranks)
+        self.gid = ",".join(map(str, self.ranks))
+        self.timeout = timeout
+        self.small_bytes = small_bytes
+        self.chunk_bytes = max(1, chunk_bytes)
+        self._seq = 0
+        self._subgroups: dict[tuple[int, ...], ProcessGroup] = {}
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup(ranks={list(self.ranks)}, rank={self.rank})"
+
+    def subgroup(self, ranks: Sequence[int]) -> ProcessGroup:
+        """The group of ``ranks`` (global ranks, this rank among them) on the same mesh."""
+        key = tuple(int(r) for r in ranks)
+        if key == self.ranks:
+            return self
+        g = self._subgroups.get(key)
+        if g is None:
+            g = ProcessGroup(self.channel, key, timeout=self.timeout,
+                             small_bytes=self.small_bytes, chunk_bytes=self.chunk_bytes)
+            self._subgroups[key] = g
+        return g
+
+    # -- collectives -----------------------------------------------------------------------
+    def all_reduce(self, x: np.ndarray, op: str = "sum") -> np.ndarray:
+        """The element-wise reduction of every member's ``x`` (same shape and dtype)."""
+        ufunc = reduce_op(op)
+        x = np.ascontiguousarray(x)
+        call = self._op("all_reduce")
+        if self.size == 1:
+            return x.copy()
+        if x.nbytes <= self.small_bytes or x.size < self.size:
+            return direct.all_reduce(call, x, ufunc)
+        out = x.copy()
+        flat = out.reshape(-1)
+        segs = ring.even_segments(flat.size, self.size)
+        ring.reduce_scatter(call, flat, segs, ufunc)
+        ring.all_gather(call, flat, segs)
+        return out
+
+    def reduce_scatter(self, x: np.ndarray, op: str = "sum", axis: int = 0) -> np.ndarray:
+        """This rank's part along ``axis`` (boxing's split rule) of the reduction of all ``x``."""
+        ufunc = reduce_op(op)
+        x = np.asarray(x)
+        axis = _axis(x, axis, "reduce_scatter")
+        call = self._op("reduce_scatter")
+        bounds = ring.even_segments(x.shape[axis], self.size)
+        if self.size == 1:
+            return x.copy()
+        front = np.ascontiguousarray(np.moveaxis(x, axis, 0))
+        row = int(np.prod(front.shape[1:], dtype=np.int64))
+        if x.nbytes <= self.small_bytes:
+            pieces = [front[a:b] for a, b in bounds]
+            got = direct.all_to_all(call, pieces)
+            mine = got[0].copy()
+            for other in got[1:]:
+                ufunc(mine, other, out=mine)
+        else:
+            flat = front.reshape(-1)
+            ring.reduce_scatter(call, flat, [(a * row, b * row) for a, b in bounds], ufunc)
+            a, b = bounds[self.rank]
+            mine = front[a:b]
+        return np.ascontiguousarray(np.moveaxis(mine, 0, axis))
+
+    def all_gather(self, x: np.ndarray, axis: int = 0) -> np.ndarray:
+        """Every member's ``x`` concatenated along ``axis`` in rank order (sizes may differ
+        along ``axis``; the other dimensions and the dtype must agree)."""
+        x = np.asarray(x)
+        axis = _axis(x, axis, "all_gather")
+        call = self._op("all_gather")
+        if self.size == 1:
+            return x.copy()
+        front = np.ascontiguousarray(np.moveaxis(x, axis, 0))
+        metas = direct.exchange(call, [x.dtype.str, list(front.shape)])
+        for p, (dt, shape) in enumerate(metas):
+            if dt != x.dtype.str or list(shape[1:]) != list(front.shape[1:]):
+                raise CollectiveError(
+                    f"{call.what}: rank {self.ranks[p]} has dtype {dt} shape {shape} (axis "
+                    f"{axis} first), rank {self.global_rank} has {x.dtype.str} "
+                    f"{list(front.shape)}: only the size along axis {axis} may differ")
+        rows = [int(m[1][0]) for m in metas]
+        out = np.empty((sum(rows), *front.shape[1:]), x.dtype)
+        row = int(np.prod(front.shape[1:], dtype=np.int64))
+        starts = np.cumsum([0, *rows])
+        segs = [(int(starts[p]) * row, int(starts[p + 1]) * row) for p in range(self.size)]
+        flat = out.reshape(-1)
+        a, b = segs[self.rank]
+        flat[a:b] = front.reshape(-1)
+        ring.all_gather(call, flat, segs)
+        return np.ascontiguousarray(np.moveaxis(out, 0, axis))
+
+    def all_to_all(self, pieces: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Send ``pieces[j]`` to member ``j``; returns what each member sent to this one."""
+        if len(pieces) != self.size:
+            raise UsageError(f"all_to_all: {len(pieces)} pieces for a group of {self.size}")
+        call = self._op("all_to_all")
+        return direct.all_to_all(call, [np.asarray(p) for p in pieces])
+
+    def broadcast(self, x: np.ndarray | None, root: int = 0) -> np.ndarray:
+        """The root member's ``x`` on every member (others may pass None)."""
+        if not 0 <= root < self.size:
+            raise UsageError(f"broadcast: root {root} out of range for a group of {self.size}")
+        call = self._op("broadcast")
+        if self.size == 1:
+            if x is None:
+                raise UsageError("broadcast: the root passed no tensor")
+            return np.array(x, copy=True)
+        return direct.broadcast(call, x, root)
+
+    def exchange(self, payload: Any) -> list[Any]:
+        """Every member's small msgpack-able ``payload``, by group rank."""
+        call = self._op("exchange")
+        return [payload] if self.size == 1 else direct.exchange(call, payload)
+
+    def barrier(self) -> None:
+        """Return once every member has entered the barrier."""
+        call = self._op("barrier")
+        if self.size > 1:
+            direct.barrier(call)
+
+    def _op(self, name: str) -> Op:
+        self._seq += 1
+        return Op(self, name, self._seq)
+
+
+def _axis(x: np.ndarray, axis: int, what: str) -> int:
+    if not -x.ndim <= axis < x.ndim:
+        raise UsageError(f"{what}: axis {axis} out of range for a tensor of shape {x.shape}")
+    return axis % x.ndim

@@ -1,0 +1,139 @@
+"""Setting up the world process group through a rendezvous, once per process.
+
+The rendezvous is a small key-value store every rank can reach (the launcher's control
+plane provides one at ``MASTER_ADDR:MASTER_PORT``).  This package does not import the
+launcher: the top level installs a factory with ``set_rendezvous_factory`` and
+``world()`` calls it on first use, so a script needs no extra ports or setup calls.
+
+Setup: every rank binds its inbox, publishes its address, reads everyone else's, connects,
+waits until every connection is up, and passes a barrier over the data plane itself; then
+the rendezvous is closed (its port is only needed while ranks meet).
+"""
+
+from __future__ import annotations
+
+import atexit
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from actorflow.collective.channel import Channel
+from actorflow.collective.group import DEFAULT_TIMEOUT, ProcessGroup
+from actorflow.errors import CollectiveError, UsageError, WaitTimeout
+from actorflow.transport.mesh import Mesh, reachable_host
+
+
+class Rendezvous(Protocol):
+    """What the process group needs from a rendezvous: a key-value store with waits."""
+
+    def set(self, key: str, value: str) -> None: ...
+
+    def get(self, key: str, timeout: float) -> str: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class WorldInfo:
+    """Where this process stands: its rank, the world size, and the master's address."""
+
+    rank: int
+    world_size: int
+    master_host: str = "127.0.0.1"
+    master_port: int = 0
+
+
+RendezvousFactory = Callable[[WorldInfo, float], Rendezvous]
+
+_factory: RendezvousFactory | None = None
+_info_source: Callable[[], WorldInfo] | None = None
+_world: ProcessGroup | None = None
+_generation = 0
+
+
+def set_rendezvous_factory(factory: RendezvousFactory,
+                           info: Callable[[], WorldInfo]) -> None:
+    """Install how to find this rank (``info``) and how to meet the others (``factory``)."""
+    global _factory, _info_source
+    _factory, _info_source = factory, info
+
+
+def world() -> ProcessGroup:
+    """The group of every rank, set up on first use."""
+    if _world is None:
+        if _info_source is None:
+            raise CollectiveError("no rendezvous installed: import actorflow (which installs "
+                                  "the launcher's) or call init_process_group")
+        info = _info_source()
+        if info.world_size == 1:
+            return init_process_group(info, None)
+        if _factory is None:
+            raise CollectiveError("no rendezvous factory installed")
+        init_process_group(info, _factory(info, DEFAULT_TIMEOUT))
+    assert _world is not None
+    return _world
+
+
+def is_initialized() -> bool:
+    return _world is not None
+
+
+def init_process_group(info: WorldInfo, rendezvous: Rendezvous | None, *,
+                       timeout: float = DEFAULT_TIMEOUT, **options: int) -> ProcessGroup:
+    """Meet every rank through ``rendezvous`` and return the world group (closes it after)."""
+    global _world, _generation
+    if _world is not None:
+        raise UsageError("the process group is already set up; call destroy() first")
+    if not 0 <= info.rank < info.world_size:
+        raise UsageError(f"rank {info.rank} out of range for world size {info.world_size}")
+    _generation += 1
+    mesh = Mesh(info.rank, info.world_size, reachable_host(info.master_host))
+    try:
+        if info.world_size > 1:
+            if rendezvous is None:
+                raise UsageError(f"world size {info.world_size} needs a rendezvous")
+            _meet(mesh, info, rendezvous, timeout)
+        group = ProcessGroup(Channel(mesh), range(info.world_size), timeout=timeout, **options)
+        if info.world_size > 1:
+            group.barrier()
+    except BaseException:
+        mesh.close()
+        if rendezvous is not None:
+            rendezvous.close()
+        raise
+    if rendezvous is not None:
+        rendezvous.close()
+    _world = group
+    atexit.register(destroy)
+    return group
+
+
+def destroy() -> None:
+    """Leave the world group: tell the peers (so they do not mistake it for a crash), close."""
+    global _world
+    group, _world = _world, None
+    if group is None:
+        return
+    mesh = group.channel.mesh
+    try:
+        mesh.goodbye()
+    finally:
+        mesh.close()
+
+
+def _meet(mesh: Mesh, info: WorldInfo, rdv: Rendezvous, timeout: float) -> None:
+    prefix = f"collective/{_generation}/addr/"
+    rdv.set(f"{prefix}{info.rank}", mesh.address)
+    deadline = time.monotonic() + timeout
+    addresses = {}
+    for r in range(info.world_size):
+        if r != info.rank:
+            addresses[r] = rdv.get(f"{prefix}{r}", max(0.1, deadline - time.monotonic()))
+    mesh.connect(addresses)
+    peers = set(addresses)
+    while (missing := peers - mesh.connected()):
+        if time.monotonic() > deadline:
+            raise WaitTimeout(f"rank {info.rank} could not connect to rank(s) {sorted(missing)} "
+                              f"within {timeout:.0f}s (addresses {addresses})")
+        time.sleep(0.005)
