@@ -68,7 +68,7 @@ def all_to_all(op: Op, pieces: list[np.ndarray]) -> list[np.ndarray]:
     g = op.group
     for p in range(g.size):
         if p != g.rank:
-            piece = np.ascontiguousarray(pieces[p])
+            piece = pieces[p] if pieces[p].flags.c_contiguous else pieces[p].copy()
             op.send(p, 0, [piece] if piece.size else [], array_meta(piece))
     out = []
     for p in range(g.size):
@@ -92,7 +92,8 @@ def broadcast(op: Op, x: np.ndarray | None, root: int) -> np.ndarray:
     if r == root:
         if x is None:
             raise CollectiveError(f"{op.what}: the root (rank {g.global_rank}) passed no tensor")
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x)
+        x = x if x.flags.c_contiguous else x.copy()
         flat, meta = x.reshape(-1), array_meta(x)
         pieces = chunks((0, flat.size), op.chunk_elems(x.itemsize)) or [(0, 0)]
         for c, (a, b) in enumerate(pieces):

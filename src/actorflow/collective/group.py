@@ -96,7 +96,7 @@ class ProcessGroup:
     def all_reduce(self, x: np.ndarray, op: str = "sum") -> np.ndarray:
         """The element-wise reduction of every member's ``x`` (same shape and dtype)."""
         ufunc = reduce_op(op)
-        x = np.ascontiguousarray(x)
+        x = _contiguous(x)
         call = self._op("all_reduce")
         if self.size == 1:
             return x.copy()
@@ -118,7 +118,7 @@ class ProcessGroup:
         bounds = ring.even_segments(x.shape[axis], self.size)
         if self.size == 1:
             return x.copy()
-        front = np.ascontiguousarray(np.moveaxis(x, axis, 0))
+        front = np.moveaxis(x, axis, 0).copy()  # the ring reduces in place: never into x
         row = int(np.prod(front.shape[1:], dtype=np.int64))
         if x.nbytes <= self.small_bytes:
             pieces = [front[a:b] for a, b in bounds]
@@ -192,6 +192,12 @@ class ProcessGroup:
     def _op(self, name: str) -> Op:
         self._seq += 1
         return Op(self, name, self._seq)
+
+
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    """``x`` as a C-contiguous array of the same shape (0-d stays 0-d, unlike numpy's)."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else x.copy()
 
 
 def _axis(x: np.ndarray, axis: int, what: str) -> int:

@@ -1,0 +1,174 @@
+"""Collectives give numpy's answer on every rank, for every size path, and fail clearly.
+
+Ranks run as threads over real loopback sockets (``ranks.run_ranks``).  Tiny
+``small_bytes``/``chunk_bytes`` push small tensors through the ring with many chunks, so
+the pipelined path is exercised without megabytes of data.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import zmq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from actorflow.errors import CollectiveError, RankLost, RegistryError, WaitTimeout
+from actorflow.transport.registry import context
+
+from .ranks import run_ranks
+
+RING = {"small_bytes": 16, "chunk_bytes": 24}  # everything above 16 bytes takes the ring
+OPS = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
+
+
+def _data(r: int, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed * 31 + r)
+    return (rng.integers(-5, 6, size=shape)).astype(dtype)
+
+
+shapes = st.lists(st.integers(0, 6), min_size=0, max_size=3).map(tuple)
+paths = st.sampled_from([RING, {}])  # ring with tiny chunks, or the defaults (direct)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 4), shape=shapes, dtype=st.sampled_from(["float64", "int32", "float32"]),
+       op=st.sampled_from(sorted(OPS)), seed=st.integers(0, 1000), path=paths)
+def test_all_reduce_and_reduce_scatter_match_numpy(n, shape, dtype, op, seed, path):
+    xs = [_data(r, shape, dtype, seed) for r in range(n)]
+    want = xs[0].copy()
+    for x in xs[1:]:
+        OPS[op](want, x, out=want)
+    axis = len(shape) - 1 if shape else None
+
+    def body(g):
+        x = xs[g.rank]
+        before = x.copy()
+        out = {"ar": g.all_reduce(x, op)}
+        if axis is not None:
+            out["rs"] = g.reduce_scatter(x, op, axis=axis)
+        assert np.array_equal(x, before)  # inputs are never changed
+        return out
+
+    res = run_ranks(n, body, **path)
+    for r, got in enumerate(res):
+        assert got["ar"].dtype == want.dtype and got["ar"].shape == want.shape
+        np.testing.assert_allclose(got["ar"], want, rtol=1e-5)
+        assert np.array_equal(got["ar"], res[0]["ar"])  # bit-identical on every rank
+        if axis is not None:
+            k = shape[axis]
+            sl = [slice(None)] * len(shape)
+            sl[axis] = slice(k * r // n, k * (r + 1) // n)
+            np.testing.assert_allclose(got["rs"], want[tuple(sl)], rtol=1e-5)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 4), rows=st.lists(st.integers(0, 5), min_size=4, max_size=4),
+       tail=st.lists(st.integers(1, 3), max_size=2).map(tuple), axis=st.integers(0, 2),
+       root=st.integers(0, 3), path=paths)
+def test_all_gather_uneven_broadcast_and_all_to_all(n, rows, tail, axis, root, path):
+    axis = min(axis, len(tail))
+    root %= n
+
+    def piece(r):
+        shape = list(tail)
+        shape.insert(axis, rows[r])
+        return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) + 100 * r
+
+    def body(g):
+        r = g.rank
+        gathered = g.all_gather(piece(r), axis=axis)
+        bc = g.broadcast(piece(root) if r == root else None, root=root)
+        a2a = g.all_to_all([np.full((r + j) % 3, 10 * r + j, np.int64) for j in range(n)])
+        return gathered, bc, a2a
+
+    for r, (gathered, bc, a2a) in enumerate(run_ranks(n, body, **path)):
+        assert np.array_equal(gathered, np.concatenate([piece(p) for p in range(n)], axis=axis))
+        assert np.array_equal(bc, piece(root))
+        for j in range(n):
+            assert np.array_equal(a2a[j], np.full((j + r) % 3, 10 * j + r, np.int64))
+
+
+def test_large_all_reduce_takes_many_pipelined_chunks():
+    x = np.arange(300_000, dtype=np.float32)
+    res = run_ranks(3, lambda g: g.all_reduce(x * (g.rank + 1)), chunk_bytes=64 * 1024)
+    for got in res:
+        np.testing.assert_array_equal(got, x * 6)
+
+
+def test_barrier_waits_for_the_slowest_rank():
+    def body(g):
+        time.sleep(0.3 * (g.rank == 2))
+        g.barrier()
+        return time.monotonic()
+
+    t = run_ranks(3, body)
+    assert max(t) - min(t) < 0.2  # everyone left together, after the sleeper arrived
+
+
+def test_different_shapes_on_two_ranks_name_them():
+    def body(g):
+        return g.all_reduce(np.ones(40 if g.rank == 1 else 50), "sum")
+
+    with pytest.raises(AssertionError) as e:
+        run_ranks(2, body, join_timeout=5, small_bytes=16, chunk_bytes=1 << 20)
+    assert isinstance(e.value.__cause__, CollectiveError)
+    assert "rank 1" in str(e.value) and "rank 0" in str(e.value)
+
+
+def test_unknown_reduce_op_lists_the_known_ones():
+    with pytest.raises(AssertionError) as e:
+        run_ranks(1, lambda g: g.all_reduce(np.ones(2), "mean"))
+    assert isinstance(e.value.__cause__, RegistryError)
+    assert "known: max, min, prod, sum" in str(e.value)
+
+
+def test_a_rank_that_never_comes_times_out_naming_it():
+    def body(g):
+        if g.rank == 1:
+            return None
+        t = time.monotonic()
+        try:
+            g.all_reduce(np.ones(4))
+        except WaitTimeout as e:
+            return time.monotonic() - t, str(e)
+        return None
+
+    took, msg = run_ranks(2, body, timeout=0.5)[0]
+    assert 0.4 < took < 2.0
+    assert "from rank 1" in msg and "all_reduce #1" in msg
+
+
+def test_a_rank_that_leaves_fails_the_waiting_rank_at_once():
+    def body(g):
+        if g.rank == 1:
+            g.channel.mesh.goodbye()
+            return None
+        t = time.monotonic()
+        with pytest.raises(RankLost) as e:
+            g.all_gather(np.ones(3))
+        return time.monotonic() - t, e.value.rank, str(e.value)
+
+    took, rank, msg = run_ranks(2, body, timeout=30)[0]
+    assert took < 1.0 and rank == 1 and "rank 1 left the process group" in msg
+
+
+def test_malformed_messages_are_dropped_and_counted():
+    def body(g):
+        if g.rank == 0:
+            stranger = context().socket(zmq.PUSH)
+            stranger.linger = 0
+            stranger.connect(g.channel.mesh.address)
+            for junk in ([b"\xc1not msgpack"], [b"\x93\x07\x01\x02"], [b"\x93\x01\x09\x00"]):
+                stranger.send_multipart(junk)
+            stranger.close()
+        else:
+            time.sleep(0.3)  # rank 0's junk is queued before this rank's part
+        out = g.all_reduce(np.full(3, g.rank + 1.0))
+        return out, g.channel.mesh.dropped
+
+    res = run_ranks(2, body)
+    assert np.array_equal(res[0][0], np.full(3, 3.0))
+    assert res[0][1] == 3  # wrong framing, wrong version, sender rank out of range
