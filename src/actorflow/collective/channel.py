@@ -27,6 +27,7 @@ class Channel:
         self.mesh = mesh
         self.rank = mesh.rank
         self._early: dict[tuple[int, str, int, int], tuple[Any, list]] = {}
+        self.failed: int | None = None  # the dead rank a wait last reported, if any
 
     def send(self, peer: int, tag: Tag, frames: Sequence[Any] = (), meta: Any = None) -> None:
         self.mesh.send(peer, [tag[0], tag[1], tag[2], meta], frames)
@@ -59,13 +60,24 @@ class Channel:
             self._early[(peer, gid, seq, part)] = (meta, frames)
 
     def _check_peers(self, src: int, watch: tuple[int, ...], what: str) -> None:
+        """Raise ``RankLost`` if a rank this wait depends on died or left.  A death is
+        named before a departure: a rank that left because another died passes that on."""
         mesh = self.mesh
         now = time.monotonic()
-        for r in (src, *watch):
-            if r in mesh.gone:
-                raise RankLost(r, f"rank {r} left the process group (destroyed it or exited) "
-                                  f"while rank {self.rank} waited in {what}")
+        ranks = (src, *watch)
+        for r in ranks:
             t = mesh.lost.get(r)
-            if t is not None and now - t > LOSS_GRACE:
+            if t is not None and now - t > LOSS_GRACE and r not in mesh.gone:
+                self.failed = r
                 raise RankLost(r, f"rank {r} died: its connection closed while rank "
                                   f"{self.rank} waited in {what}")
+        for r in ranks:
+            if r not in mesh.gone:
+                continue
+            dead = (mesh.gone[r] or {}).get("lost") if isinstance(mesh.gone[r], dict) else None
+            if isinstance(dead, int):
+                self.failed = dead
+                raise RankLost(dead, f"rank {dead} died: rank {r} saw its connection close and "
+                                     f"left, while rank {self.rank} waited in {what}")
+            raise RankLost(r, f"rank {r} left the process group (destroyed it or exited) "
+                              f"while rank {self.rank} waited in {what}")

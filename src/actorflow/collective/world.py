@@ -116,8 +116,9 @@ def destroy() -> None:
     if group is None:
         return
     mesh = group.channel.mesh
+    failed = group.channel.failed
     try:
-        mesh.goodbye()
+        mesh.goodbye({"lost": failed} if failed is not None else None)
     finally:
         mesh.close()
 

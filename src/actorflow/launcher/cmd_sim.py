@@ -6,6 +6,8 @@ import argparse
 import sys
 
 from actorflow.errors import LaunchError
+from actorflow.launcher.cmd_spmd import run_copies
+from actorflow.launcher.jobfile import is_spmd_script
 from actorflow.launcher.launch import Cluster, add_run_options, run_cluster
 from actorflow.launcher.ports import check_port_free, free_port
 from actorflow.launcher.rankenv import check_port
@@ -19,6 +21,10 @@ examples:
 Each machine is one `flowlaunch worker` process (rank 0 hosts the master); machines talk
 over tcp on 127.0.0.1.  Output pieces are collected by the master; a job file's
 check(outputs) hook, when present, compares them with numpy.
+
+A Python file that defines no build_plan/build_job/job is an SPMD script: N copies run with
+MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK/LOCAL_RANK set (as with --nproc-per-node N):
+  flowlaunch sim examples/global_tensors.py --machines 4
 """
 
 
@@ -41,6 +47,10 @@ def main(args: argparse.Namespace) -> int:
         port = free_port("127.0.0.1")
     else:
         check_port_free("127.0.0.1", port)
+
+    if is_spmd_script(args.plan):
+        return run_copies([sys.executable, args.plan], args.machines, port=port,
+                          log_dir=args.log_dir, grace=args.grace)
 
     def local(rank: int, host: str, wargs: list[str], env: dict) -> tuple[list[str], dict]:
         return [sys.executable, "-m", "actorflow.launcher.cli", *wargs], env

@@ -83,13 +83,22 @@ def _run(args: argparse.Namespace) -> int:
         port = free_port(resolve(args.master_addr))
     elif args.node_rank == 0 and resolve(args.master_addr).startswith("127."):
         check_port_free(args.master_addr, port)
-    world = args.nnodes * args.nproc
-    sup = Supervisor(args.log_dir, sys.stdout, args.grace)
     cmd = [sys.executable, "-m", args.script] if args.module else [sys.executable, args.script]
-    for local in range(args.nproc):
-        rank = args.node_rank * args.nproc + local
-        env = dict(os.environ, MASTER_ADDR=args.master_addr, MASTER_PORT=str(port),
+    return run_copies(cmd + list(args.args), args.nproc, nnodes=args.nnodes,
+                      node_rank=args.node_rank, master_addr=args.master_addr, port=port,
+                      log_dir=args.log_dir, grace=args.grace)
+
+
+def run_copies(cmd: list[str], nproc: int, *, nnodes: int = 1, node_rank: int = 0,
+               master_addr: str = "127.0.0.1", port: int, log_dir: str | None = None,
+               grace: float = 2.0) -> int:
+    """Start ``nproc`` copies of ``cmd`` with the rank variables set; supervise them."""
+    world = nnodes * nproc
+    sup = Supervisor(log_dir, sys.stdout, grace)
+    for local in range(nproc):
+        rank = node_rank * nproc + local
+        env = dict(os.environ, MASTER_ADDR=master_addr, MASTER_PORT=str(port),
                    WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(local),
-                   LOCAL_WORLD_SIZE=str(args.nproc), NODE_RANK=str(args.node_rank))
-        sup.spawn(rank, "localhost", cmd + list(args.args), env)
+                   LOCAL_WORLD_SIZE=str(nproc), NODE_RANK=str(node_rank))
+        sup.spawn(rank, "localhost", cmd, env)
     return RunLoop(sup, monitor=None).run()

@@ -7,6 +7,7 @@ job traced with ``actorflow.functional``: ``build_job(machines) -> af.Job`` or a
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import sys
@@ -36,6 +37,32 @@ def load_module(path: Path) -> ModuleType:
         sys.modules.pop(name, None)
         raise LaunchError(f"{path}: importing the job file failed: {type(e).__name__}: {e}") from e
     return mod
+
+
+JOB_NAMES = ("build_plan", "build_job", "job")
+
+
+def is_spmd_script(path: str | Path) -> bool:
+    """A ``.py`` file that defines none of ``JOB_NAMES`` at top level: a script every rank
+    runs (SPMD), not a job file.  Read from its syntax tree, so nothing is executed."""
+    path = Path(path)
+    if path.suffix != ".py" or not path.is_file():
+        return False
+    try:
+        tree = ast.parse(path.read_text(), str(path))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return False  # the job-file loader reports it with the file name
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in JOB_NAMES:
+            return False
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        if any(isinstance(t, ast.Name) and t.id in JOB_NAMES for t in targets):
+            return False
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name) in JOB_NAMES for a in node.names):
+            return False
+    return True
 
 
 def load_target(path: str | Path, machines: int = 1) -> Plan:

@@ -8,8 +8,8 @@ a collective.
 
 A peer that dies is noticed quickly: every PUSH socket is watched by a ZeroMQ monitor, and
 the kernel closes a dead process's sockets, so its connection drops within milliseconds.
-``Mesh.lost`` maps such ranks to when that happened; a peer that said ``goodbye()`` first
-is *gone*, not lost.  The mesh only reports; the process group above decides what a loss
+``Mesh.lost`` maps such ranks to when that happened; a peer that said ``goodbye(note)``
+first is *gone*, not lost, and ``Mesh.gone`` keeps its note (why it left).  The mesh only reports; the process group above decides what a loss
 means for the operation waiting on it.
 """
 
@@ -55,7 +55,7 @@ class Mesh:
         self.rank, self.world_size = rank, world_size
         self.dropped = 0  # malformed messages received and ignored
         self.lost: dict[int, float] = {}  # peer -> monotonic time its connection dropped
-        self.gone: set[int] = set()  # peers that said goodbye
+        self.gone: dict[int, Any] = {}  # peers that said goodbye -> their note
         self._ctx = context()
         self._inbox = self._ctx.socket(zmq.PULL)
         self._inbox.linger = 0
@@ -122,26 +122,31 @@ class Mesh:
                 continue
             msg = self._decode(parts)
             if msg is not None:
-                if msg[1] == BYE:
-                    self.gone.add(msg[0])
+                key = msg[1]
+                if isinstance(key, tuple) and len(key) == 2 and key[0] == BYE:
+                    self.gone[msg[0]] = key[1]
                     continue
                 return msg
 
-    def goodbye(self) -> None:
-        """Tell every peer this rank is leaving on purpose (its disconnect is no loss)."""
+    def goodbye(self, note: Any = None) -> None:
+        """Tell every peer this rank is leaving on purpose (its disconnect is no loss);
+        ``note`` (msgpack-able) says why, e.g. which other rank's loss made it give up."""
         for peer in self._out:
-            self.send(peer, BYE)
+            if peer not in self.lost:
+                self.send(peer, (BYE, note))
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self._events()
         for s in self._out.values():
             s.disable_monitor()
         for mon in self._mon:
             mon.close(0)
-        for s in self._out.values():
-            s.close()  # linger: what was sent still reaches the peers
+        for peer, s in self._out.items():
+            # linger: what was sent still reaches live peers; a dead one gets nothing
+            s.close(0 if peer in self.lost else None)
         self._inbox.close(0)
 
     # -- internals ---------------------------------------------------------------------
