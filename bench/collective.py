@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import print_table  # noqa: E402
+from _util import print_table
 
 SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
 QUICK = [4 << 10, 1 << 20, 64 << 20]
@@ -47,7 +47,7 @@ def worker_actorflow(sizes: list[int], repeats: int) -> dict:
     import actorflow as af
 
     g = af.env.process_group
-    rank, n = g.rank, g.size
+    n = g.size
     calls = {
         "all_reduce": lambda x: g.all_reduce(x),
         "all_gather": lambda x: g.all_gather(x[: x.size // n]),
@@ -57,7 +57,8 @@ def worker_actorflow(sizes: list[int], repeats: int) -> dict:
     for op in OPS:
         for nbytes in sizes:
             x = np.ones(nbytes // 4, np.float32)
-            out[f"{op} {nbytes}"] = _timed(lambda: calls[op](x), g.barrier, g.exchange,
+            call = calls[op]
+            out[f"{op} {nbytes}"] = _timed(lambda c=call, a=x: c(a), g.barrier, g.exchange,
                                            _reps(nbytes, repeats))
     return out
 
@@ -115,8 +116,9 @@ def worker_gloo(sizes: list[int], repeats: int) -> dict:
         for nbytes in sizes:
             t = torch.ones(nbytes // 4, dtype=torch.float32)
             try:
-                out[f"{op} {nbytes}"] = _timed(lambda: calls[op](t), dist.barrier, exchange,
-                                               _reps(nbytes, repeats))
+                call = calls[op]
+                out[f"{op} {nbytes}"] = _timed(lambda c=call, a=t: c(a), dist.barrier,
+                                               exchange, _reps(nbytes, repeats))
             except RuntimeError as e:  # an op this gloo build does not support
                 out[f"{op} {nbytes}"] = None
                 if rank == 0:

@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actorflow.errors import CollectiveError, RankLost, RegistryError, WaitTimeout
+from actorflow.transport.codec import encode_head
+from actorflow.transport.mesh import MESH
 from actorflow.transport.registry import context
 
 from .ranks import run_ranks
@@ -161,7 +163,8 @@ def test_malformed_messages_are_dropped_and_counted():
             stranger = context().socket(zmq.PUSH)
             stranger.linger = 2000  # close() below delivers the junk first
             stranger.connect(g.channel.mesh.address)
-            for junk in ([b"\xc1not msgpack"], [b"\x93\x07\x01\x02"], [b"\x93\x01\x09\x00"]):
+            for junk in ([b"\xc1not msgpack"], [b"\x93\x07\x01\x02"],
+                         [encode_head(MESH, [9, ["0,1", 1, 0, None]])]):
                 stranger.send_multipart(junk)
             stranger.close()
         else:

@@ -1,12 +1,12 @@
 """Point-to-point messages between the ranks of a process group, with loss detection.
 
-Each rank binds one inbox (a PULL socket) and connects one PUSH socket to every peer's
-inbox, so messages from one sender arrive in the order sent.  A message is a msgpack
-header ``[MESH_VERSION, src_rank, key]`` plus raw buffer frames sent without copying.
-The receiver drops (and counts) frames it cannot decode, so a stray sender cannot crash
-a collective.
+Each rank listens on one inbox (a "pull" ``Listener``) and connects one "push" ``Comm``
+to every peer's inbox, so messages from one sender arrive in the order sent.  A message is
+the codec's header (kind ``MESH``, body ``[src_rank, key]``) plus buffer frames sent
+without copying.  The receiver drops (and counts) what it cannot decode or what breaks
+the limits, so a stray sender cannot crash a collective.
 
-A peer that dies is noticed quickly: every PUSH socket is watched by a ZeroMQ monitor, and
+A peer that dies is noticed quickly: every comm's socket is watched by a ZeroMQ monitor, and
 the kernel closes a dead process's sockets, so its connection drops within milliseconds.
 ``Mesh.lost`` maps such ranks to when that happened; a peer that said ``goodbye(note)``
 first is *gone*, not lost, and ``Mesh.gone`` keeps its note (why it left).  The mesh only reports; the process group above decides what a loss
@@ -20,18 +20,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import msgpack
+import numpy as np
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from actorflow.errors import TransportError
-from actorflow.transport.registry import bind, connect, context
+from actorflow.errors import MessageRejected, TransportError
+from actorflow.transport.comm import Comm, connect, listen
+from actorflow.transport.security import Security
 
-MESH_VERSION = 1
+MESH = 32  # the message kind of mesh messages (the codec's header carries it)
 BYE = "bye"  # the key of a goodbye message: the peer is leaving on purpose
 
-_pack = msgpack.Packer(use_bin_type=True).pack
-_WATCH = zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CLOSED
+_WATCH = zmq.EVENT_DISCONNECTED
 
 
 def reachable_host(master_host: str) -> str:
@@ -49,127 +49,111 @@ def reachable_host(master_host: str) -> str:
 
 
 class Mesh:
-    """One rank's end of an all-to-all mesh of PUSH/PULL sockets."""
+    """One rank's end of an all-to-all mesh of comms (a "pull" listener, a "push" per peer)."""
 
-    def __init__(self, rank: int, world_size: int, host: str = "127.0.0.1") -> None:
+    def __init__(self, rank: int, world_size: int, host: str = "127.0.0.1", *,
+                 security: Security | None = None) -> None:
         self.rank, self.world_size = rank, world_size
+        self.security = security
         self.dropped = 0  # malformed messages received and ignored
         self.lost: dict[int, float] = {}  # peer -> monotonic time its connection dropped
         self.gone: dict[int, Any] = {}  # peers that said goodbye -> their note
-        self._ctx = context()
-        self._inbox = self._ctx.socket(zmq.PULL)
-        self._inbox.linger = 0
-        self._inbox.rcvhwm = 0
-        self.address = bind(self._inbox, f"tcp://{host}:0")
-        self._out: dict[int, zmq.Socket] = {}
+        self._inbox = listen(f"tcp://{host}:0", "pull", security=security,
+                             name=f"collective inbox of rank {rank}")
+        self.address = self._inbox.address
+        self._out: dict[int, Comm] = {}
         self._mon: dict[zmq.Socket, int] = {}
-        self._connected: set[int] = set()
         self._poller = zmq.Poller()
-        self._poller.register(self._inbox, zmq.POLLIN)
+        self._poller.register(self._inbox._sock, zmq.POLLIN)
         self._closed = False
 
     # -- setup -------------------------------------------------------------------------
     def connect(self, addresses: dict[int, str]) -> None:
-        """Open a PUSH socket to every other rank's inbox (watched for disconnects)."""
+        """Open a comm to every other rank's inbox, watched for disconnects: a connection
+        drops only when the peer's process closes it (or dies).  Connecting does not wait;
+        the first collective (the world group's barrier) proves every link."""
         for peer, addr in sorted(addresses.items()):
             if peer == self.rank or peer in self._out:
                 continue
-            s = self._ctx.socket(zmq.PUSH)
-            s.linger = 2000
-            s.sndhwm = 0  # never block a sender: collectives bound their own waits
-            mon = s.get_monitor_socket(_WATCH)
+            comm = connect(addr, "push", security=self.security,
+                           name=f"collective comm rank {self.rank} -> rank {peer}")
+            mon = comm._sock.get_monitor_socket(_WATCH)
             self._mon[mon] = peer
             self._poller.register(mon, zmq.POLLIN)
-            connect(s, addr)
-            self._out[peer] = s
-
-    def connected(self) -> set[int]:
-        """Peers whose connection is established (after ``connect``)."""
-        self._events()
-        return set(self._connected)
+            self._out[peer] = comm
 
     # -- messages ----------------------------------------------------------------------
     def send(self, peer: int, key: Any, frames: Sequence[Any] = ()) -> None:
-        """Send ``key`` (msgpack-able) and buffers to ``peer``; buffers are not copied, so
-        the caller must not change them until the peer has received them."""
-        sock = self._out.get(peer)
-        if sock is None:
+        """Send ``key`` (msgpack-able) and buffers (arrays or received frames) to ``peer``;
+        buffers are not copied, so the caller must not change them until the peer has
+        received them."""
+        comm = self._out.get(peer)
+        if comm is None:
             raise TransportError(f"rank {self.rank} has no connection to rank {peer} "
                                  f"(world size {self.world_size})")
-        head = _pack([MESH_VERSION, self.rank, key])
-        if not frames:
-            sock.send(head)
-            return
-        sock.send(head, zmq.SNDMORE)
-        last = len(frames) - 1
-        for i, f in enumerate(frames):
-            sock.send(f, 0 if i == last else zmq.SNDMORE, copy=False)
+        arrays = [("", f if isinstance(f, np.ndarray) else np.frombuffer(f.buffer, np.uint8))
+                  for f in frames]
+        comm.send(MESH, [self.rank, key], arrays)
 
     def recv(self, timeout: float) -> tuple[int, Any, list[zmq.Frame]] | None:
         """The next well-formed message ``(src, key, frames)``, or None after ``timeout`` s
         (connection events are processed meanwhile: see ``lost``)."""
         deadline = time.monotonic() + timeout
+        inbox = self._inbox
         while True:
             try:
-                parts = self._inbox.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
+                msg = inbox.recv(0)
+            except MessageRejected:
+                self.dropped += 1
+                continue
+            if msg is None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
                 ready = dict(self._poller.poll(int(left * 1000) + 1))
-                if len(ready) > (self._inbox in ready):
+                if len(ready) > (inbox._sock in ready):
                     self._events()
                 continue
-            msg = self._decode(parts)
-            if msg is not None:
-                key = msg[1]
-                if isinstance(key, tuple) and len(key) == 2 and key[0] == BYE:
-                    self.gone[msg[0]] = key[1]
-                    continue
-                return msg
+            body = msg.body
+            if msg.kind != MESH or not isinstance(body, list) or len(body) != 2 or not (
+                    isinstance(body[0], int) and 0 <= body[0] < self.world_size
+                    and body[0] != self.rank):
+                self.dropped += 1
+                continue
+            src, key = body
+            if isinstance(key, list) and len(key) == 2 and key[0] == BYE:
+                self.gone[src] = key[1]
+                continue
+            return src, key, msg.frames
 
     def goodbye(self, note: Any = None) -> None:
         """Tell every peer this rank is leaving on purpose (its disconnect is no loss);
         ``note`` (msgpack-able) says why, e.g. which other rank's loss made it give up."""
         for peer in self._out:
             if peer not in self.lost:
-                self.send(peer, (BYE, note))
+                self.send(peer, [BYE, note])
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         self._events()
-        for s in self._out.values():
-            s.disable_monitor()
+        for comm in self._out.values():
+            comm._sock.disable_monitor()
         for mon in self._mon:
             mon.close(0)
-        for peer, s in self._out.items():
-            # linger: what was sent still reaches live peers; a dead one gets nothing
-            s.close(0 if peer in self.lost else None)
-        self._inbox.close(0)
+        for peer, comm in self._out.items():
+            # what was sent still reaches live peers; a dead one gets nothing
+            comm.close(0 if peer in self.lost else 2000)
+        self._inbox.close()
 
     # -- internals ---------------------------------------------------------------------
-    def _decode(self, parts: list[zmq.Frame]) -> tuple[int, Any, list[zmq.Frame]] | None:
-        try:
-            version, src, key = msgpack.unpackb(parts[0].bytes, raw=False, use_list=False)
-        except Exception:  # msgpack raises several unrelated types
-            self.dropped += 1
-            return None
-        if version != MESH_VERSION or not isinstance(src, int) or not (
-                0 <= src < self.world_size) or src == self.rank:
-            self.dropped += 1
-            return None
-        return src, key, parts[1:]
-
     def _events(self) -> None:
         for mon, peer in self._mon.items():
             while mon.poll(0):
                 event = parse_monitor_message(mon.recv_multipart())["event"]
-                if event == zmq.EVENT_CONNECTED:
-                    self._connected.add(peer)
-                elif peer in self._connected and peer not in self.lost:
+                if event == zmq.EVENT_DISCONNECTED and peer not in self.lost:
                     self.lost[peer] = time.monotonic()
 
 
-__all__ = ["BYE", "MESH_VERSION", "Mesh", "reachable_host"]
+__all__ = ["BYE", "MESH", "Mesh", "reachable_host"]
