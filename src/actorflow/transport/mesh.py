@@ -9,8 +9,8 @@ the limits, so a stray sender cannot crash a collective.
 A peer that dies is noticed quickly: every comm's socket is watched by a ZeroMQ monitor, and
 the kernel closes a dead process's sockets, so its connection drops within milliseconds.
 ``Mesh.lost`` maps such ranks to when that happened; a peer that said ``goodbye(note)``
-first is *gone*, not lost, and ``Mesh.gone`` keeps its note (why it left).  The mesh only reports; the process group above decides what a loss
-means for the operation waiting on it.
+first is *gone*, not lost, and ``Mesh.gone`` keeps its note (why it left).  The mesh only
+reports; the process group above decides what a loss means for the operation waiting on it.
 """
 
 from __future__ import annotations
