@@ -21,6 +21,7 @@ def run_ranks(n: int, fn: Callable[[ProcessGroup], Any], *, join_timeout: float 
     """``fn(group)`` on every rank at once; returns results by rank, re-raises the first
     error (with its rank)."""
     meshes = [Mesh(r, n) for r in range(n)]
+    groups: list[ProcessGroup] = []
     try:
         addrs = {r: m.address for r, m in enumerate(meshes)}
         for m in meshes:
@@ -47,5 +48,7 @@ def run_ranks(n: int, fn: Callable[[ProcessGroup], Any], *, join_timeout: float 
                 raise AssertionError(f"rank {r} failed: {type(e).__name__}: {e}") from e
         return results
     finally:
+        for g in groups:
+            g.close()
         for m in meshes:
             m.close()

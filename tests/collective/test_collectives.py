@@ -22,7 +22,9 @@ from actorflow.transport.registry import context
 
 from .ranks import run_ranks
 
-RING = {"small_bytes": 16, "chunk_bytes": 24}  # everything above 16 bytes takes the ring
+# everything above 16 bytes takes the ring (in chunks of 24 bytes), or shared memory
+RING = {"small_bytes": 16, "chunk_bytes": 24, "shared_memory": False}
+SHM = {"small_bytes": 16, "shared_memory": True}
 OPS = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
 
 
@@ -32,7 +34,7 @@ def _data(r: int, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
 
 
 shapes = st.lists(st.integers(0, 6), min_size=0, max_size=3).map(tuple)
-paths = st.sampled_from([RING, {}])  # ring with tiny chunks, or the defaults (direct)
+paths = st.sampled_from([RING, SHM, {}])  # ring, shared memory, or the defaults (direct)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -95,7 +97,8 @@ def test_all_gather_uneven_broadcast_and_all_to_all(n, rows, tail, axis, root, p
 
 def test_large_all_reduce_takes_many_pipelined_chunks():
     x = np.arange(300_000, dtype=np.float32)
-    res = run_ranks(3, lambda g: g.all_reduce(x * (g.rank + 1)), chunk_bytes=64 * 1024)
+    res = run_ranks(3, lambda g: g.all_reduce(x * (g.rank + 1)), chunk_bytes=64 * 1024,
+                    shared_memory=False)
     for got in res:
         np.testing.assert_array_equal(got, x * 6)
 
@@ -115,7 +118,7 @@ def test_different_shapes_on_two_ranks_name_them():
         return g.all_reduce(np.ones(40 if g.rank == 1 else 50), "sum")
 
     with pytest.raises(AssertionError) as e:
-        run_ranks(2, body, join_timeout=5, small_bytes=16, chunk_bytes=1 << 20)
+        run_ranks(2, body, join_timeout=5, small_bytes=16, shared_memory=False)
     assert isinstance(e.value.__cause__, CollectiveError)
     assert "rank 1" in str(e.value) and "rank 0" in str(e.value)
 
@@ -175,3 +178,24 @@ def test_malformed_messages_are_dropped_and_counted():
     res = run_ranks(2, body)
     assert np.array_equal(res[0][0], np.full(3, 3.0))
     assert res[0][1] == 3  # wrong framing, wrong version, sender rank out of range
+
+
+def test_shared_memory_path_grows_its_buffers_and_checks_shapes():
+    """One host: large calls go through shared buffers that grow with the largest call;
+    a rank with another shape is named before any byte is read."""
+    def body(g):
+        assert g.shared
+        outs = [g.all_reduce(np.full(n, g.rank + 1.0)) for n in (10_000, 300_000, 20_000)]
+        gathered = g.all_gather(np.full((g.rank + 1) * 50_000, g.rank, np.int32))
+        rs = g.reduce_scatter(np.ones((300_001, 2)) * (g.rank + 1))
+        with pytest.raises(CollectiveError, match="different tensors"):
+            g.all_reduce(np.ones(20_000 + 8 * g.rank))
+        return outs, gathered, rs, g._arena.capacity
+
+    for r, (outs, gathered, rs, cap) in enumerate(run_ranks(3, body)):
+        assert [o.size for o in outs] == [10_000, 300_000, 20_000]
+        assert all(np.all(o == 6.0) for o in outs)
+        assert np.array_equal(gathered, np.concatenate(
+            [np.full((p + 1) * 50_000, p, np.int32) for p in range(3)]))
+        assert rs.shape == (100_000 + (r == 2), 2) and np.all(rs == 6.0)
+        assert cap == 8 << 20  # 300_001 x 2 float64 = 4.8 MB -> the next power of two

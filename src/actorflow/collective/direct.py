@@ -33,13 +33,14 @@ def from_frame(meta: Any, frames: list, what: str) -> np.ndarray:
         raise CollectiveError(f"{what}: received a malformed array {meta!r:.80}") from e
 
 
-def exchange(op: Op, payload: Any) -> list[Any]:
-    """Every rank's small msgpack-able ``payload``, by group rank."""
+def exchange(op: Op, payload: Any, part: int = 0) -> list[Any]:
+    """Every rank's small msgpack-able ``payload``, by group rank (``part`` tells several
+    exchanges of one operation apart)."""
     g = op.group
     for p in range(g.size):
         if p != g.rank:
-            op.send(p, 0, (), payload)
-    return [payload if p == g.rank else op.recv(p, 0)[0] for p in range(g.size)]
+            op.send(p, part, (), payload)
+    return [payload if p == g.rank else op.recv(p, part)[0] for p in range(g.size)]
 
 
 def all_reduce(op: Op, x: np.ndarray, ufunc: np.ufunc) -> np.ndarray:

@@ -6,7 +6,8 @@ the world's mesh and need no setup (``group.subgroup([0, 2])``).  Results are ne
 inputs are never changed.
 
 Algorithm choice by size: tensors up to ``small_bytes`` go directly rank to rank (one step
-of latency); larger ones go around a ring in chunks of ``chunk_bytes`` (bandwidth-optimal).
+of latency); larger ones go through shared memory when every member is on this host
+(``shared.py``), else around a ring in chunks of ``chunk_bytes`` (bandwidth-optimal).
 Every wait is bounded by ``timeout`` seconds, and a member that dies or leaves fails the
 collective on every other member within a fraction of a second, naming it.
 """
@@ -20,12 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from actorflow.collective import direct, ring
+from actorflow.collective import direct, ring, shared
 from actorflow.collective.channel import Channel
 from actorflow.collective.reduce_ops import reduce_op
 from actorflow.errors import CollectiveError, UsageError
 
 DEFAULT_TIMEOUT = float(os.environ.get("ACTORFLOW_COLLECTIVE_TIMEOUT", "120"))
+# "0" keeps one-host groups on the socket ring (to compare the two, or to rule shm out)
+SHARED_MEMORY = os.environ.get("ACTORFLOW_COLLECTIVE_SHM", "1") != "0"
 SMALL_BYTES = 64 * 1024
 CHUNK_BYTES = 1 << 20
 
@@ -59,7 +62,7 @@ class ProcessGroup:
 
     def __init__(self, channel: Channel, ranks: Sequence[int], *,
                  timeout: float = DEFAULT_TIMEOUT, small_bytes: int = SMALL_BYTES,
-                 chunk_bytes: int = CHUNK_BYTES) -> None:
+                 chunk_bytes: int = CHUNK_BYTES, shared_memory: bool | None = None) -> None:
         self.channel = channel
         self.ranks = tuple(int(r) for r in ranks)
         if len(set(self.ranks)) != len(self.ranks):
@@ -76,6 +79,9 @@ class ProcessGroup:
         self.chunk_bytes = max(1, chunk_bytes)
         self._seq = 0
         self._subgroups: dict[tuple[int, ...], ProcessGroup] = {}
+        self._want_shm = SHARED_MEMORY if shared_memory is None else shared_memory
+        self.shared = self._want_shm and self.size > 1 and channel.mesh.same_host(self.ranks)
+        self._arena = shared.Arena()
 
     def __repr__(self) -> str:
         return f"ProcessGroup(ranks={list(self.ranks)}, rank={self.rank})"
@@ -88,7 +94,8 @@ class ProcessGroup:
         g = self._subgroups.get(key)
         if g is None:
             g = ProcessGroup(self.channel, key, timeout=self.timeout,
-                             small_bytes=self.small_bytes, chunk_bytes=self.chunk_bytes)
+                             small_bytes=self.small_bytes, chunk_bytes=self.chunk_bytes,
+                             shared_memory=self._want_shm)
             self._subgroups[key] = g
         return g
 
@@ -102,9 +109,11 @@ class ProcessGroup:
             return x.copy()
         if x.nbytes <= self.small_bytes or x.size < self.size:
             return direct.all_reduce(call, x, ufunc)
+        segs = ring.even_segments(x.size, self.size)
+        if self.shared:
+            return shared.all_reduce(call, self._arena, x, ufunc, segs)
         out = x.copy()
         flat = out.reshape(-1)
-        segs = ring.even_segments(flat.size, self.size)
         ring.reduce_scatter(call, flat, segs, ufunc)
         ring.all_gather(call, flat, segs)
         return out
@@ -120,7 +129,12 @@ class ProcessGroup:
             return x.copy()
         front = np.moveaxis(x, axis, 0).copy()  # the ring reduces in place: never into x
         row = int(np.prod(front.shape[1:], dtype=np.int64))
-        if x.nbytes <= self.small_bytes:
+        if self.shared and x.nbytes > self.small_bytes:
+            rows = shared.reduce_scatter(call, self._arena, front, ufunc,
+                                         [(a * row, b * row) for a, b in bounds])
+            a, b = bounds[self.rank]
+            mine = rows.reshape((b - a, *front.shape[1:]))
+        elif x.nbytes <= self.small_bytes:
             pieces = [front[a:b] for a, b in bounds]
             got = direct.all_to_all(call, pieces)
             mine = got[0].copy()
@@ -150,6 +164,10 @@ class ProcessGroup:
                     f"{axis} first), rank {self.global_rank} has {x.dtype.str} "
                     f"{list(front.shape)}: only the size along axis {axis} may differ")
         rows = [int(m[1][0]) for m in metas]
+        if self.shared and sum(rows) * x.itemsize * int(np.prod(front.shape[1:])) > \
+                self.small_bytes:  # the same choice on every rank: from everyone's sizes
+            out = shared.all_gather(call, self._arena, front, metas)
+            return np.ascontiguousarray(np.moveaxis(out, 0, axis))
         out = np.empty((sum(rows), *front.shape[1:]), x.dtype)
         row = int(np.prod(front.shape[1:], dtype=np.int64))
         starts = np.cumsum([0, *rows])
@@ -188,6 +206,12 @@ class ProcessGroup:
         call = self._op("barrier")
         if self.size > 1:
             direct.barrier(call)
+
+    def close(self) -> None:
+        """Unmap the shared buffers of this group and its subgroups."""
+        for g in self._subgroups.values():
+            g.close()
+        self._arena.close()
 
     def _op(self, name: str) -> Op:
         self._seq += 1

@@ -117,6 +117,7 @@ def destroy() -> None:
         return
     mesh = group.channel.mesh
     failed = group.channel.failed
+    group.close()
     try:
         mesh.goodbye({"lost": failed} if failed is not None else None)
     finally:

@@ -15,6 +15,7 @@ reports; the process group above decides what a loss means for the operation wai
 
 from __future__ import annotations
 
+import os
 import socket as pysocket
 import time
 from collections.abc import Sequence
@@ -61,6 +62,7 @@ class Mesh:
         self._inbox = listen(f"tcp://{host}:0", "pull", security=security,
                              name=f"collective inbox of rank {rank}")
         self.address = self._inbox.address
+        self.addresses: dict[int, str] = {rank: self.address}
         self._out: dict[int, Comm] = {}
         self._mon: dict[zmq.Socket, int] = {}
         self._poller = zmq.Poller()
@@ -73,6 +75,7 @@ class Mesh:
         drops only when the peer's process closes it (or dies).  Connecting does not wait;
         the first collective (the world group's barrier) proves every link."""
         for peer, addr in sorted(addresses.items()):
+            self.addresses.setdefault(peer, addr)
             if peer == self.rank or peer in self._out:
                 continue
             comm = connect(addr, "push", security=self.security,
@@ -83,6 +86,11 @@ class Mesh:
             self._out[peer] = comm
 
     # -- messages ----------------------------------------------------------------------
+    def same_host(self, ranks: Sequence[int]) -> bool:
+        """Whether ``ranks`` all listen on one host address (so they share /dev/shm)."""
+        hosts = {self.addresses.get(r, "?").rpartition(":")[0] for r in ranks}
+        return len(hosts) == 1 and "?" not in hosts and os.path.isdir("/dev/shm")
+
     def send(self, peer: int, key: Any, frames: Sequence[Any] = ()) -> None:
         """Send ``key`` (msgpack-able) and buffers (arrays or received frames) to ``peer``;
         buffers are not copied, so the caller must not change them until the peer has
