@@ -8,12 +8,15 @@ runs): actorflow through ``af.env.process_group``, gloo through ``torch.distribu
 Every rank times each call between barriers; a call's time is the slowest rank's, and a
 cell is the median over repeats, then the median over ``--rounds`` alternating launches.
 
+Two actorflow columns: the default (one host: shared memory; ``shared.py``) and the
+socket ring forced with ``ACTORFLOW_COLLECTIVE_SHM=0`` (the path between hosts).
 The bound: a ring all-reduce moves ``2(N-1)/N x bytes`` through each rank, all-gather and
 reduce-scatter ``(N-1)/N x bytes``; dividing by the point-to-point bandwidth measured on
 the same mesh in the same launch (one 64 MiB transfer between two ranks, in the chunks the
-collectives use) gives the fastest time the transport allows.  ``x bound`` = bound time /
-actorflow time (1.0 = at the bound); ``x gloo`` = gloo time / actorflow time (> 1 =
-actorflow faster).
+collectives use) gives the fastest time the socket transport allows.  ``ring x bound`` =
+bound time / ring time (1.0 = at the bound; the shared-memory path does not go through
+sockets, so the bound does not apply to it); ``x gloo`` = gloo time / actorflow time
+(> 1 = actorflow faster).
 """
 
 from __future__ import annotations
@@ -141,10 +144,12 @@ def _timed(fn, barrier, exchange, reps: int) -> float:
 
 # -- driver -------------------------------------------------------------------------------
 def launch(side: str, n: int, sizes: list[int], repeats: int) -> dict:
+    worker = "gloo" if side == "gloo" else "actorflow"
     cmd = [sys.executable, "-m", "actorflow.launcher.cli", "--nproc-per-node", str(n),
-           "--master-port", "0", __file__, "--worker", side, "--repeats", str(repeats),
+           "--master-port", "0", __file__, "--worker", worker, "--repeats", str(repeats),
            "--sizes", ",".join(map(str, sizes))]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               ACTORFLOW_COLLECTIVE_SHM="0" if side == "ring" else "1")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     for line in r.stdout.splitlines():
         if "RESULT " in line:
@@ -175,31 +180,33 @@ def main() -> None:
     sizes = QUICK if args.quick else SIZES
     try:
         import torch  # noqa: F401
-        sides = ["actorflow", "gloo"]
+        sides = ["actorflow", "ring", "gloo"]
     except ImportError:
-        sides = ["actorflow"]
+        sides = ["actorflow", "ring"]
         print("torch is not installed: no gloo column")
     for n in (int(x) for x in args.procs.split(",")):
         runs: dict[str, list[dict]] = {s: [] for s in sides}
         for _ in range(args.rounds):
             for side in sides:
                 runs[side].append(launch(side, n, sizes, args.repeats))
-        bw = statistics.median(r["p2p_bytes_per_s"] for r in runs["actorflow"])
+        bw = statistics.median(r["p2p_bytes_per_s"] for r in runs["actorflow"] + runs["ring"])
         rows = []
         for op in OPS:
             factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
             for nbytes in sizes:
                 af_t = statistics.median(r[f"{op} {nbytes}"] for r in runs["actorflow"])
+                ring_t = statistics.median(r[f"{op} {nbytes}"] for r in runs["ring"])
                 bound = factor * nbytes / bw
                 gl = [r[f"{op} {nbytes}"] for r in runs.get("gloo", [])]
                 gl_t = statistics.median(gl) if gl and None not in gl else None
-                rows.append([op, human(nbytes), af_t * 1e3, bound * 1e3, bound / af_t,
-                             "-" if gl_t is None else gl_t * 1e3,
-                             "-" if gl_t is None else gl_t / af_t])
+                rows.append([op, human(nbytes), af_t * 1e3, ring_t * 1e3, bound * 1e3,
+                             bound / ring_t, "-" if gl_t is None else gl_t * 1e3,
+                             "-" if gl_t is None else gl_t / af_t,
+                             "-" if gl_t is None else gl_t / ring_t])
         print_table(f"{n} processes; point-to-point {bw / 1e9:.2f} GB/s on the mesh "
                     f"(median of {args.rounds} launches x {args.repeats} repeats)",
-                    ["op", "bytes", "actorflow ms", "bound ms", "x bound", "gloo ms",
-                     "x gloo"], rows)
+                    ["op", "bytes", "actorflow ms", "ring ms", "bound ms", "ring x bound",
+                     "gloo ms", "x gloo", "ring x gloo"], rows)
 
 
 if __name__ == "__main__":
