@@ -9,6 +9,7 @@
 - ``consistency``: the check that every rank means the same global tensor.
 """
 
+from actorflow.collective.consistency import check_consistent
 from actorflow.collective.group import ProcessGroup
 from actorflow.collective.world import (
     WorldInfo,
@@ -19,5 +20,5 @@ from actorflow.collective.world import (
     world,
 )
 
-__all__ = ["ProcessGroup", "WorldInfo", "destroy", "init_process_group", "is_initialized",
+__all__ = ["ProcessGroup", "WorldInfo", "check_consistent", "destroy", "init_process_group", "is_initialized",
            "set_rendezvous_factory", "world"]
