@@ -20,5 +20,5 @@ from actorflow.collective.world import (
     world,
 )
 
-__all__ = ["ProcessGroup", "WorldInfo", "check_consistent", "destroy", "init_process_group", "is_initialized",
-           "set_rendezvous_factory", "world"]
+__all__ = ["ProcessGroup", "WorldInfo", "check_consistent", "destroy", "init_process_group",
+           "is_initialized", "set_rendezvous_factory", "world"]
