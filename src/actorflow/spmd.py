@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from actorflow import collective
 from actorflow.collective import ProcessGroup, WorldInfo
+from actorflow.collective.world import Rendezvous
 from actorflow.errors import LaunchError
 
 _LOCAL_RANK = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK")
@@ -43,7 +44,7 @@ def _int_var(names: tuple[str, ...], default: int) -> int:
     return default
 
 
-def _rendezvous(info: WorldInfo, timeout: float) -> collective.world.Rendezvous:
+def _rendezvous(info: WorldInfo, timeout: float) -> Rendezvous:
     from actorflow.launcher.rendezvous import ControlRendezvous
 
     return ControlRendezvous(info.rank, info.world_size, info.master_host, info.master_port,

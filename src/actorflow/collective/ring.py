@@ -11,7 +11,7 @@ total, the bandwidth-optimal amount for an all-reduce.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,7 +37,7 @@ def part(phase: int, step: int, chunk: int) -> int:
     return (phase << 48) | (step << 24) | chunk
 
 
-def _check(op: Op, src: int, meta: object, want: list) -> None:
+def _check(op: Op, src: int, meta: Any, want: list) -> None:
     if list(meta or ()) != want:
         raise CollectiveError(
             f"{op.what}: rank {op.group.ranks[src]} sent {meta} (dtype, elements) but rank "

@@ -16,7 +16,7 @@ import atexit
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from actorflow.collective.channel import Channel
 from actorflow.collective.group import DEFAULT_TIMEOUT, ProcessGroup
@@ -80,7 +80,7 @@ def is_initialized() -> bool:
 
 
 def init_process_group(info: WorldInfo, rendezvous: Rendezvous | None, *,
-                       timeout: float = DEFAULT_TIMEOUT, **options: int) -> ProcessGroup:
+                       timeout: float = DEFAULT_TIMEOUT, **options: Any) -> ProcessGroup:
     """Meet every rank through ``rendezvous`` and return the world group (closes it after)."""
     global _world, _generation
     if _world is not None:
