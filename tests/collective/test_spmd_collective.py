@@ -77,3 +77,11 @@ def test_a_rank_killed_mid_collective_is_named_by_every_other_rank_within_3s(tmp
         assert got["t"] - killed["t"] < 3.0, f"rank {rank} took {got['t'] - killed['t']:.2f}s"
     time.sleep(0.1)
     assert all(p.poll() is not None for p in procs)
+
+
+def test_the_collectives_example_on_four_simulated_machines(flowlaunch):
+    r = flowlaunch.run("sim", str(REPO / "examples" / "collectives.py"), "--machines", "4",
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("agree with numpy") == 4
+    assert "shape: [10, 7] on rank 3 but [10, 6] on rank 0" in r.stdout
