@@ -123,6 +123,26 @@ def test_different_shapes_on_two_ranks_name_them():
     assert "rank 1" in str(e.value) and "rank 0" in str(e.value)
 
 
+@pytest.mark.parametrize("call", ["sizes", "ops"])
+def test_ranks_that_call_different_collectives_fail_at_once_naming_both(call):
+    def body(g):
+        t = time.monotonic()
+        with pytest.raises(CollectiveError) as e:
+            if call == "sizes":  # 80 bytes go direct, 8 MB through the ring: different paths
+                g.all_reduce(np.ones(10 if g.rank == 0 else 1_000_000))
+            elif g.rank == 0:
+                g.all_reduce(np.ones(10))
+            else:
+                g.barrier()
+        return time.monotonic() - t, str(e.value)
+
+    res = run_ranks(2, body, timeout=30, shared_memory=False)
+    for took, msg in res:
+        assert took < 5.0, msg
+        assert "the ranks must call the same collectives in the same order" in msg
+    assert "rank 1 called" in res[0][1] and "rank 0 called" in res[1][1]
+
+
 def test_unknown_reduce_op_lists_the_known_ones():
     with pytest.raises(AssertionError) as e:
         run_ranks(1, lambda g: g.all_reduce(np.ones(2), "mean"))
@@ -143,7 +163,7 @@ def test_a_rank_that_never_comes_times_out_naming_it():
 
     took, msg = run_ranks(2, body, timeout=0.5)[0]
     assert 0.4 < took < 2.0
-    assert "from rank 1" in msg and "all_reduce #1" in msg
+    assert "from rank 1" in msg and "all_reduce[direct] #1" in msg
 
 
 def test_a_rank_that_leaves_fails_the_waiting_rank_at_once():

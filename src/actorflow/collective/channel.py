@@ -1,7 +1,10 @@
 """Tagged, bounded receives over the transport's mesh: the one place collectives wait.
 
-A message's key is ``[group id, op sequence number, part, meta]``; a receive names the
-sender and ``(group, seq, part)`` and keeps messages that arrive early for later.  Every
+A message's key is ``["<group id>:<op name>", op sequence number, part, meta]``; a receive
+names the sender and ``(tag, seq, part)`` and keeps messages that arrive early for later.
+A message from that sender for the same group and sequence number but another op name
+means the ranks called different collectives (or sizes that chose different algorithms):
+that fails at once, naming both, instead of waiting out the timeout.  Every
 wait has a deadline, and fails at once (after a short grace for bytes still in flight)
 when any rank the operation depends on has died or left, naming that rank.
 """
@@ -12,7 +15,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from actorflow.errors import RankLost, WaitTimeout
+from actorflow.errors import CollectiveError, RankLost, WaitTimeout
 from actorflow.transport.mesh import Mesh
 
 LOSS_GRACE = 0.25  # seconds a lost peer's last bytes may still be arriving
@@ -54,9 +57,20 @@ class Channel:
             if msg is None:
                 self._check_peers(src, watch, what)
                 continue
-            peer, (gid, seq, part, meta), frames = msg[0], msg[1], msg[2]
+            peer, body, frames = msg
+            if not (isinstance(body, list) and len(body) == 4 and isinstance(body[0], str)
+                    and isinstance(body[1], int) and isinstance(body[2], int)):
+                self.mesh.dropped += 1  # a well-framed message that is no collective's
+                continue
+            gid, seq, part, meta = body
             if (peer, gid, seq, part) == key:
                 return meta, frames
+            if peer == src and seq == tag[1] and gid != tag[0] and \
+                    gid.partition(":")[0] == tag[0].partition(":")[0]:
+                raise CollectiveError(
+                    f"rank {src} called {gid.partition(':')[2]} #{seq} where rank {self.rank} "
+                    f"called {what}: the ranks must call the same collectives in the same "
+                    "order, with tensors of the same size")
             self._early[(peer, gid, seq, part)] = (meta, frames)
 
     def _check_peers(self, src: int, watch: tuple[int, ...], what: str) -> None:

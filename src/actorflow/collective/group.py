@@ -39,6 +39,7 @@ class Op:
     def __init__(self, group: ProcessGroup, name: str, seq: int) -> None:
         self.group = group
         self.seq = seq
+        self.tag = f"{group.gid}:{name}"  # a rank that called something else is told so
         self.what = f"{name} #{seq} of group {list(group.ranks)}"
         self.deadline = time.monotonic() + group.timeout
         self.small_bytes = group.small_bytes
@@ -49,11 +50,11 @@ class Op:
 
     def send(self, peer: int, part: int, frames: Sequence[Any] = (), meta: Any = None) -> None:
         g = self.group
-        g.channel.send(g.ranks[peer], (g.gid, self.seq, part), frames, meta)
+        g.channel.send(g.ranks[peer], (self.tag, self.seq, part), frames, meta)
 
     def recv(self, peer: int, part: int) -> tuple[Any, list]:
         g = self.group
-        return g.channel.recv(g.ranks[peer], (g.gid, self.seq, part), watch=g.ranks,
+        return g.channel.recv(g.ranks[peer], (self.tag, self.seq, part), watch=g.ranks,
                               deadline=self.deadline, what=self.what)
 
 
@@ -104,10 +105,12 @@ class ProcessGroup:
         """The element-wise reduction of every member's ``x`` (same shape and dtype)."""
         ufunc = reduce_op(op)
         x = _contiguous(x)
-        call = self._op("all_reduce")
+        small = x.nbytes <= self.small_bytes or x.size < self.size
+        algo = "direct" if small else "shm" if self.shared else "ring"
+        call = self._op(f"all_reduce[{algo}]")  # sizes that disagree fail by name, not wait
         if self.size == 1:
             return x.copy()
-        if x.nbytes <= self.small_bytes or x.size < self.size:
+        if small:
             return direct.all_reduce(call, x, ufunc)
         segs = ring.even_segments(x.size, self.size)
         if self.shared:
@@ -123,18 +126,20 @@ class ProcessGroup:
         ufunc = reduce_op(op)
         x = np.asarray(x)
         axis = _axis(x, axis, "reduce_scatter")
-        call = self._op("reduce_scatter")
+        small = x.nbytes <= self.small_bytes
+        algo = "direct" if small else "shm" if self.shared else "ring"
+        call = self._op(f"reduce_scatter[{algo}]")
         bounds = ring.even_segments(x.shape[axis], self.size)
         if self.size == 1:
             return x.copy()
         front = np.moveaxis(x, axis, 0).copy()  # the ring reduces in place: never into x
         row = int(np.prod(front.shape[1:], dtype=np.int64))
-        if self.shared and x.nbytes > self.small_bytes:
+        if self.shared and not small:
             rows = shared.reduce_scatter(call, self._arena, front, ufunc,
                                          [(a * row, b * row) for a, b in bounds])
             a, b = bounds[self.rank]
             mine = rows.reshape((b - a, *front.shape[1:]))
-        elif x.nbytes <= self.small_bytes:
+        elif small:
             pieces = [front[a:b] for a, b in bounds]
             got = direct.all_to_all(call, pieces)
             mine = got[0].copy()
