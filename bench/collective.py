@@ -13,10 +13,10 @@ socket ring forced with ``ACTORFLOW_COLLECTIVE_SHM=0`` (the path between hosts).
 The bound: a ring all-reduce moves ``2(N-1)/N x bytes`` through each rank, all-gather and
 reduce-scatter ``(N-1)/N x bytes``; dividing by the point-to-point bandwidth measured on
 the same mesh in the same launch (one 64 MiB transfer between two ranks, in the chunks the
-collectives use) gives the fastest time the socket transport allows.  ``ring x bound`` =
-bound time / ring time (1.0 = at the bound; the shared-memory path does not go through
-sockets, so the bound does not apply to it); ``x gloo`` = gloo time / actorflow time
-(> 1 = actorflow faster).
+collectives use) gives the fastest time the socket transport allows.  ``x bound`` = bound
+time / actorflow time (1.0 = at the bound; the shared-memory path does not go through
+sockets, so it may pass it), ``ring x bound`` the same for the ring; ``x gloo`` = gloo time
+/ actorflow time (> 1 = actorflow faster).
 """
 
 from __future__ import annotations
@@ -200,13 +200,13 @@ def main() -> None:
                 gl = [r[f"{op} {nbytes}"] for r in runs.get("gloo", [])]
                 gl_t = statistics.median(gl) if gl and None not in gl else None
                 rows.append([op, human(nbytes), af_t * 1e3, ring_t * 1e3, bound * 1e3,
-                             bound / ring_t, "-" if gl_t is None else gl_t * 1e3,
+                             bound / af_t, bound / ring_t, "-" if gl_t is None else gl_t * 1e3,
                              "-" if gl_t is None else gl_t / af_t,
                              "-" if gl_t is None else gl_t / ring_t])
         print_table(f"{n} processes; point-to-point {bw / 1e9:.2f} GB/s on the mesh "
                     f"(median of {args.rounds} launches x {args.repeats} repeats)",
-                    ["op", "bytes", "actorflow ms", "ring ms", "bound ms", "ring x bound",
-                     "gloo ms", "x gloo", "ring x gloo"], rows)
+                    ["op", "bytes", "actorflow ms", "ring ms", "bound ms", "x bound",
+                     "ring x bound", "gloo ms", "x gloo", "ring x gloo"], rows)
 
 
 if __name__ == "__main__":
