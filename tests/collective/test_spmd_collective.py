@@ -85,3 +85,28 @@ def test_the_collectives_example_on_four_simulated_machines(flowlaunch):
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("agree with numpy") == 4
     assert "shape: [10, 7] on rank 3 but [10, 6] on rank 0" in r.stdout
+
+
+def test_a_rank_that_never_starts_fails_the_others_within_the_timeout(tmp_path):
+    """Ranks 0 and 1 of 3 start (rank 2 never does): both fail within the collective
+    timeout (2 s here), naming rank 2, instead of waiting for ever."""
+    port = free_port("127.0.0.1")
+    procs = []
+    for rank in (0, 1):
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="3",
+                   RANK=str(rank), LOCAL_RANK=str(rank), ACTORFLOW_COLLECTIVE_TIMEOUT="2")
+        procs.append(subprocess.Popen([sys.executable, str(SCRIPTS / "meet.py")], env=env,
+                                      cwd=str(REPO), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    try:
+        outs = [p.communicate(timeout=30) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 3, err
+        doc = json.loads(out.split("MEET ", 1)[1])
+        assert not doc["ok"] and "[2]" in doc["msg"] and "never joined" in doc["msg"], doc
+        assert doc["took"] < 10

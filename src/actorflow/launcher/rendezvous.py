@@ -33,7 +33,9 @@ class ControlRendezvous:
                                     connect_timeout=timeout)
         try:
             self.client.sync_clock(rounds=1)
-            self.client.hello(socket.gethostname(), os.getpid(), timeout)
+            # a little longer than the master's join timeout, so its verdict (which ranks
+            # never joined) arrives before this rank's own, vaguer, timeout
+            self.client.hello(socket.gethostname(), os.getpid(), timeout + 3.0)
         except BaseException:
             self.close()
             raise
