@@ -52,7 +52,7 @@ def worker_actorflow(sizes: list[int], repeats: int) -> dict:
     g = af.env.process_group
     n = g.size
     calls = {
-        "all_reduce": lambda x: g.all_reduce(x),
+        "all_reduce": lambda x: g.all_reduce(x, out=x),  # in place, like torch's
         "all_gather": lambda x: g.all_gather(x[: x.size // n]),
         "reduce_scatter": lambda x: g.reduce_scatter(x),
     }

@@ -51,6 +51,9 @@ def test_all_reduce_and_reduce_scatter_match_numpy(n, shape, dtype, op, seed, pa
         x = xs[g.rank]
         before = x.copy()
         out = {"ar": g.all_reduce(x, op)}
+        into = np.empty_like(x)
+        assert g.all_reduce(x, op, out=into) is into
+        assert np.array_equal(into, out["ar"])
         if axis is not None:
             out["rs"] = g.reduce_scatter(x, op, axis=axis)
         assert np.array_equal(x, before)  # inputs are never changed
@@ -101,6 +104,17 @@ def test_large_all_reduce_takes_many_pipelined_chunks():
                     shared_memory=False)
     for got in res:
         np.testing.assert_array_equal(got, x * 6)
+
+
+@pytest.mark.parametrize("path", [RING, SHM, {}])
+def test_in_place_all_reduce(path):
+    def body(g):
+        x = np.full(5000, g.rank + 1.0)
+        y = g.all_reduce(x, out=x)
+        return y is x, x
+
+    for same, x in run_ranks(3, body, **path):
+        assert same and np.all(x == 6.0)
 
 
 def test_barrier_waits_for_the_slowest_rank():

@@ -101,21 +101,34 @@ class ProcessGroup:
         return g
 
     # -- collectives -----------------------------------------------------------------------
-    def all_reduce(self, x: np.ndarray, op: str = "sum") -> np.ndarray:
-        """The element-wise reduction of every member's ``x`` (same shape and dtype)."""
+    def all_reduce(self, x: np.ndarray, op: str = "sum", *,
+                   out: np.ndarray | None = None) -> np.ndarray:
+        """The element-wise reduction of every member's ``x`` (same shape and dtype).
+
+        ``out`` (C-contiguous, ``x``'s shape and dtype; may be ``x`` itself, like torch's
+        in-place all-reduce) receives the result instead of a new array."""
         ufunc = reduce_op(op)
         x = _contiguous(x)
+        if out is not None and (out.shape != x.shape or out.dtype != x.dtype
+                                or not out.flags.c_contiguous or not out.flags.writeable):
+            raise UsageError(f"all_reduce: out must be a writeable C-contiguous {x.shape} "
+                             f"{x.dtype} array, got {out.shape} {out.dtype}")
         small = x.nbytes <= self.small_bytes or x.size < self.size
         algo = "direct" if small else "shm" if self.shared else "ring"
         call = self._op(f"all_reduce[{algo}]")  # sizes that disagree fail by name, not wait
-        if self.size == 1:
-            return x.copy()
-        if small:
-            return direct.all_reduce(call, x, ufunc)
+        if self.size == 1 or small:
+            res = x if self.size == 1 else direct.all_reduce(call, x, ufunc)
+            if out is None:
+                return res.copy() if res is x else res
+            out[...] = res
+            return out
         segs = ring.even_segments(x.size, self.size)
         if self.shared:
-            return shared.all_reduce(call, self._arena, x, ufunc, segs)
-        out = x.copy()
+            return shared.all_reduce(call, self._arena, x, ufunc, segs, out)
+        if out is None:
+            out = x.copy()
+        elif out is not x:
+            out[...] = x
         flat = out.reshape(-1)
         ring.reduce_scatter(call, flat, segs, ufunc)
         ring.all_gather(call, flat, segs)

@@ -87,7 +87,7 @@ def _write(op: Op, arena: Arena, flat: np.ndarray, need: int) -> None:
 
 
 def all_reduce(op: Op, arena: Arena, x: np.ndarray, ufunc: np.ufunc,
-               segs: list[Segment]) -> np.ndarray:
+               segs: list[Segment], out: np.ndarray | None = None) -> np.ndarray:
     g = op.group
     _metas(op, x, same_shape=True)
     flat = x.reshape(-1)
@@ -99,7 +99,8 @@ def all_reduce(op: Op, arena: Arena, x: np.ndarray, ufunc: np.ufunc,
         if p != g.rank:
             ufunc(acc, bufs[p][a:b], out=acc)
     direct.exchange(op, None, part=REDUCED)
-    out = np.empty_like(x)
+    if out is None:
+        out = np.empty_like(x)
     out_flat = out.reshape(-1)
     for p, (a, b) in enumerate(segs):
         out_flat[a:b] = bufs[p][a:b]
