@@ -145,7 +145,9 @@ class ProcessGroup:
         bounds = ring.even_segments(x.shape[axis], self.size)
         if self.size == 1:
             return x.copy()
-        front = np.moveaxis(x, axis, 0).copy()  # the ring reduces in place: never into x
+        front = np.moveaxis(x, axis, 0)
+        # the ring reduces in place, so it gets a copy; the other paths only read x
+        front = front.copy() if not (self.shared or small) else np.ascontiguousarray(front)
         row = int(np.prod(front.shape[1:], dtype=np.int64))
         if self.shared and not small:
             rows = shared.reduce_scatter(call, self._arena, front, ufunc,
