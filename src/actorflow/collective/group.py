@@ -82,7 +82,9 @@ class ProcessGroup:
         self._subgroups: dict[tuple[int, ...], ProcessGroup] = {}
         self._want_shm = SHARED_MEMORY if shared_memory is None else shared_memory
         self.shared = self._want_shm and self.size > 1 and channel.mesh.same_host(self.ranks)
-        self._arena = shared.Arena()
+        # segment names: this run (rank 0's inbox address) and this group, alike everywhere
+        run = channel.mesh.addresses.get(self.ranks[0], "").rpartition(":")[2]
+        self._arena = shared.Arena(f"{run}-{self.gid.replace(',', '_')}")
 
     def __repr__(self) -> str:
         return f"ProcessGroup(ranks={list(self.ranks)}, rank={self.rank})"

@@ -25,7 +25,7 @@ import numpy as np
 from actorflow.collective import direct
 from actorflow.collective.ring import Segment
 from actorflow.errors import CollectiveError
-from actorflow.transport.shared_buffer import SharedBuffer
+from actorflow.transport.shared_buffer import PREFIX, SharedBuffer, unlink_segment
 
 if TYPE_CHECKING:
     from actorflow.collective.group import Op
@@ -35,11 +35,18 @@ MIN_BYTES = 1 << 20
 
 
 class Arena:
-    """Every member's shared buffer for one group (created on the first large call)."""
+    """Every member's shared buffer for one group (created on the first large call).
 
-    def __init__(self) -> None:
+    Segment names are derived from ``key`` (the run and the group, the same on every
+    member), the growth generation and the rank, so when a member dies while buffers are
+    being set up the others can still unlink its segment: nothing is left in /dev/shm.
+    """
+
+    def __init__(self, key: str = "") -> None:
+        self.key = key
         self.buffers: list[SharedBuffer] = []
         self.capacity = 0
+        self._generation = 0
 
     def ensure(self, op: Op, nbytes: int) -> None:
         """Grow every member's buffer to hold ``nbytes`` (the same decision everywhere)."""
@@ -47,15 +54,22 @@ class Arena:
             return
         self.close()
         capacity = max(MIN_BYTES, 1 << (nbytes - 1).bit_length())
-        mine = SharedBuffer.create(capacity)
+        self._generation += 1
+        g = op.group
+        names = [f"{PREFIX}-coll-{self.key}-{self._generation}-r{p}" for p in range(g.size)]
+        mine = SharedBuffer.create(capacity, names[g.rank])
+        ok = False
         try:
-            names = direct.exchange(op, mine.name, part=NAMES)
-            r = op.group.rank
-            self.buffers = [mine if p == r else SharedBuffer.attach(n)
+            direct.exchange(op, None, part=NAMES)  # every member created its buffer
+            self.buffers = [mine if p == g.rank else SharedBuffer.attach(n)
                             for p, n in enumerate(names)]
             direct.exchange(op, None, part=ATTACHED)  # every peer mapped mine: drop its name
+            ok = True
         finally:
             mine.unlink()
+            if not ok:  # a member failed or died here: its segment may still have a name
+                for n in names:
+                    unlink_segment(n)
         self.capacity = capacity
 
     def view(self, p: int, dtype: np.dtype, count: int) -> np.ndarray:

@@ -18,6 +18,14 @@ import numpy as np
 from actorflow.transport.shm import PREFIX, SHM_DIR, _open
 
 
+def unlink_segment(name: str) -> None:
+    """Remove a segment's name if it still has one (cleanup after a peer died)."""
+    try:
+        os.unlink(os.path.join(SHM_DIR, name))
+    except FileNotFoundError:
+        pass
+
+
 class SharedBuffer:
     def __init__(self, name: str, mm: mmap.mmap, owner: bool) -> None:
         self.name = name
@@ -27,8 +35,9 @@ class SharedBuffer:
         self._linked = owner
 
     @classmethod
-    def create(cls, nbytes: int) -> SharedBuffer:
-        name = f"{PREFIX}-coll-{os.getpid()}-{secrets.token_hex(4)}"
+    def create(cls, nbytes: int, name: str | None = None) -> SharedBuffer:
+        """A new segment (``name``: a name every peer can derive; default: a random one)."""
+        name = name or f"{PREFIX}-coll-{os.getpid()}-{secrets.token_hex(4)}"
         return cls(name, _open(name, True, max(64, nbytes)), True)
 
     @classmethod
@@ -43,10 +52,7 @@ class SharedBuffer:
         """Remove the name (mappings stay valid); only the creator unlinks."""
         if self._linked:
             self._linked = False
-            try:
-                os.unlink(os.path.join(SHM_DIR, self.name))
-            except FileNotFoundError:
-                pass
+            unlink_segment(self.name)
 
     def close(self) -> None:
         self.unlink()
