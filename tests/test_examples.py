@@ -49,3 +49,25 @@ def test_foundation_benches_run_tiny_and_print_their_tables(capsys):
     assert "| actors | threads | register_num |" in out
     assert "| stages | register_num | pieces | ideal s |" in out
     assert out.count("\n|") >= 2 + 4 + 2 + 4  # header+rule and one row per config
+
+
+def test_eager_basics_example_matches_numpy_and_shows_the_error(capsys):
+    from actorflow import eager
+
+    try:
+        assert load("eager_basics").main() == 0
+    finally:
+        assert eager.shutdown() == []  # the example's VM threads end with the test
+    out = capsys.readouterr().out
+    assert "max |eager - numpy| = 0.00e+00" in out
+    assert "caught at the wait: eager op 'scalar_pow' issued at" in out
+    assert "eager_basics.py:37" in out
+
+
+def test_eager_bench_runs_tiny_and_prints_its_tables(capsys):
+    """Smoke only (no timing asserted): the eager bench runs and its results check out."""
+    assert load_bench("eager").main(["--ops", "200", "--roundtrips", "20", "--matmuls", "3",
+                                     "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| actorflow eager (") == 6
+    assert out.count("bit-identical") == 2

@@ -154,3 +154,21 @@ class RankLost(CollectiveError):
 
 class ConsistencyError(FatalError):
     """Ranks disagree on what should be the same global tensor (meta or data); names them."""
+
+
+class EagerKernelError(ActorflowError):
+    """The kernel of an eagerly issued op failed on its stream; surfaces at the next wait
+    (``.numpy()``, ``af.sync()``, printing) naming the op and the user's file:line."""
+
+    def __init__(self, op_name: str, where: str, error: str, stream: str = "",
+                 traceback_text: str = "") -> None:
+        self.op_name = op_name
+        self.where = where
+        self.error = error
+        self.stream = stream
+        self.traceback_text = traceback_text
+        on = f" on stream {stream}" if stream else ""
+        msg = f"eager op '{op_name}' issued at {where} failed in its kernel{on}: {error}"
+        if traceback_text:
+            msg += "\n--- kernel traceback ---\n" + traceback_text.rstrip()
+        super().__init__(msg)

@@ -1,8 +1,11 @@
-"""``actorflow.functional`` (``F``): the ops of a job, each declared once with signatures.
+"""``actorflow.functional`` (``F``): tensor ops, each declared once with signatures.
 
-Every op lists its signatures in the order they are tried; the implementations only
-build job ops.  Numpy arrays and nested lists given where a ``Tensor`` is expected become
-constants placed with the other tensors of the call.
+Every op lists its signatures in the order they are tried.  Each signature's
+implementation builds its op expression once (``E(op_type, inputs)``, at import) and calls
+it per call; the expression hands the call to the interpreter of the tensors
+(``dispatch.py``): inside ``with af.Job`` the op is added to the job (lazy), outside it
+runs eagerly on the VM.  Numpy arrays and nested lists given where a ``Tensor`` is
+expected become constants (lazy) or tensors (eager) on the device of the call's tensors.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from actorflow.errors import CompileError, UsageError
-from actorflow.frontend import job as _job
+from actorflow.frontend.dispatch import interpreter_for
+from actorflow.frontend.dispatch import op_expr as E
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel, as_sbp
 from actorflow.frontend.signature import (
@@ -21,9 +25,9 @@ from actorflow.frontend.signature import (
     register_type,
     set_tensor_types,
 )
-from actorflow.frontend.tensor import Tensor
+from actorflow.frontend.tensor import Tensor, TensorMethods
 
-set_tensor_types(Tensor)
+set_tensor_types(TensorMethods)
 
 
 def _placement_arg(v: Any) -> Placement:
@@ -44,17 +48,17 @@ register_type("Sbp", _sbp_arg)
 
 
 def _finalize(bound: dict) -> dict:
-    """Turn numpy arguments into constants of the job of the call's tensors."""
-    tensors = [v for v in bound.values() if isinstance(v, Tensor)]
+    """Turn numpy arguments into tensors of the interpreter of the call's tensors."""
+    if not any(isinstance(v, (ArrayArg, list)) for v in bound.values()):
+        return bound
+    tensors = [v for v in bound.values() if isinstance(v, TensorMethods)]
     tensors += [x for v in bound.values() if isinstance(v, list) for x in v
-                if isinstance(x, Tensor)]
-    job = tensors[0].job if tensors else None
-    place = tensors[0].placement if tensors else None
+                if isinstance(x, TensorMethods)]
+    interp = interpreter_for(tensors)
 
     def fix(v: Any) -> Any:
         if isinstance(v, ArrayArg):
-            j = job or _job.current_job()
-            return j.constant(v.value, place)
+            return interp.constant_like(v.value, tensors)
         if isinstance(v, list):
             return [fix(x) for x in v]
         return v
@@ -66,26 +70,24 @@ def define(name: str, overloads: list[tuple[str, Callable[..., Any]]], doc: str 
     return FunctionalOp(name, overloads, _finalize, doc)
 
 
-def _add(op_type: str, inputs: dict[str, Tensor], **attrs: Any) -> Tensor:
-    first = next(iter(inputs.values()))
-    return first.job.add(op_type, inputs, attrs)
-
-
 def _no_inplace(name: str, inplace: bool) -> None:
     if inplace:
-        raise UsageError(f"{name}(): inplace=True is not supported: lazy tensors are immutable")
+        raise UsageError(f"{name}(): inplace=True is not supported: tensors are immutable")
 
 
 # -- element-wise binary ops ------------------------------------------------------------------
 def _binary(name: str, reverse_op: str | None, doc: str) -> FunctionalOp:
+    e_tt, e_ts = E(name, ("a", "b")), E(f"scalar_{name}", ("in",))
+    e_st = E(reverse_op or f"scalar_{name}", ("in",))
+
     def tt(input: Tensor, other: Tensor) -> Tensor:
-        return _add(name, {"a": input, "b": other})
+        return e_tt({"a": input, "b": other})
 
     def ts(input: Tensor, other: float) -> Tensor:
-        return _add(f"scalar_{name}", {"in": input}, scalar=other)
+        return e_ts({"in": input}, {"scalar": other})
 
     def st(input: float, other: Tensor) -> Tensor:
-        return _add(reverse_op or f"scalar_{name}", {"in": other}, scalar=input)
+        return e_st({"in": other}, {"scalar": input})
 
     return define(name, [("Tensor (Tensor input, Tensor other)", tt),
                          ("Tensor (Tensor input, Scalar other)", ts),
@@ -98,21 +100,25 @@ mul = _binary("mul", None, "input * other")
 div = _binary("div", "scalar_rdiv", "input / other")
 
 
+_E_POW, _E_SPOW, _E_RPOW = E("pow", ("a", "b")), E("scalar_pow", ("in",)), E("scalar_rpow",
+                                                                               ("in",))
+
+
 def _pow_tt(input: Tensor, exponent: Tensor) -> Tensor:
-    return _add("pow", {"a": input, "b": exponent})
+    return _E_POW({"a": input, "b": exponent})
 
 
 def _pow_ts_inplace(input: Tensor, exponent: float, inplace: bool = False) -> Tensor:
     _no_inplace("pow", inplace)
-    return _add("scalar_pow", {"in": input}, scalar=exponent)
+    return _E_SPOW({"in": input}, {"scalar": exponent})
 
 
 def _pow_ts(input: Tensor, exponent: float) -> Tensor:
-    return _add("scalar_pow", {"in": input}, scalar=exponent)
+    return _E_SPOW({"in": input}, {"scalar": exponent})
 
 
 def _pow_st(base: float, exponent: Tensor) -> Tensor:
-    return _add("scalar_rpow", {"in": exponent}, scalar=base)
+    return _E_RPOW({"in": exponent}, {"scalar": base})
 
 
 pow = define("pow", [
@@ -122,46 +128,64 @@ pow = define("pow", [
     ("Tensor (Scalar base, Tensor exponent)", _pow_st),
 ], "input ** exponent")
 
-maximum = define("maximum", [("Tensor (Tensor input, Tensor other)",
-                              lambda input, other: _add("maximum", {"a": input, "b": other}))])
-minimum = define("minimum", [("Tensor (Tensor input, Tensor other)",
-                              lambda input, other: _add("minimum", {"a": input, "b": other}))])
+def _tt(op_type: str) -> Callable[..., Tensor]:
+    e = E(op_type, ("a", "b"))
+    return lambda input, other: e({"a": input, "b": other})
+
+
+def _unary(op_type: str) -> Callable[..., Tensor]:
+    e = E(op_type, ("in",))
+    return lambda x: e({"in": x})
+
+
+maximum = define("maximum", [("Tensor (Tensor input, Tensor other)", _tt("maximum"))])
+minimum = define("minimum", [("Tensor (Tensor input, Tensor other)", _tt("minimum"))])
 
 
 # -- unary ops --------------------------------------------------------------------------------
+_E_RELU = E("relu", ("in",))
+
+
 def _relu(x: Tensor, inplace: bool = False) -> Tensor:
     _no_inplace("relu", inplace)
-    return _add("relu", {"in": x})
+    return _E_RELU({"in": x})
 
 
 relu = define("relu", [("Tensor (Tensor x, Bool inplace=False)", _relu)], "max(x, 0)")
-neg = define("neg", [("Tensor (Tensor x)", lambda x: _add("neg", {"in": x}))], "-x")
-exp = define("exp", [("Tensor (Tensor x)", lambda x: _add("exp", {"in": x}))], "e ** x")
-tanh = define("tanh", [("Tensor (Tensor x)", lambda x: _add("tanh", {"in": x}))], "tanh(x)")
-identity = define("identity", [("Tensor (Tensor x)", lambda x: _add("identity", {"in": x}))])
+neg = define("neg", [("Tensor (Tensor x)", _unary("neg"))], "-x")
+exp = define("exp", [("Tensor (Tensor x)", _unary("exp"))], "e ** x")
+tanh = define("tanh", [("Tensor (Tensor x)", _unary("tanh"))], "tanh(x)")
+identity = define("identity", [("Tensor (Tensor x)", _unary("identity"))])
+_E_CAST = E("cast", ("in",))
 cast = define("cast", [("Tensor (Tensor x, DataType dtype)",
-                        lambda x, dtype: _add("cast", {"in": x}, dtype=dtype))])
+                        lambda x, dtype: _E_CAST({"in": x}, {"dtype": dtype}))])
 
 
 # -- linear algebra, reductions, layout ------------------------------------------------------
+_E_MATMUL = E("matmul", ("a", "b"))
+
+
 def _matmul(a: Tensor, b: Tensor, transpose_a: bool = False,
             transpose_b: bool = False) -> Tensor:
-    return _add("matmul", {"a": a, "b": b}, transpose_a=transpose_a, transpose_b=transpose_b)
+    return _E_MATMUL({"a": a, "b": b}, {"transpose_a": transpose_a, "transpose_b": transpose_b})
 
 
 matmul = define("matmul", [
     ("Tensor (Tensor a, Tensor b, *, Bool transpose_a=False, Bool transpose_b=False)", _matmul)],
     "2-D matrix product")
+_E_BIAS, _E_SOFTMAX = E("bias_add", ("a", "b")), E("softmax", ("in",))
 bias_add = define("bias_add", [("Tensor (Tensor x, Tensor bias, Int axis=-1)",
-                                lambda x, bias, axis: _add("bias_add", {"a": x, "b": bias},
-                                                           axis=axis))])
+                                lambda x, bias, axis: _E_BIAS({"a": x, "b": bias},
+                                                              {"axis": axis}))])
 softmax = define("softmax", [("Tensor (Tensor x, Int dim=-1)",
-                              lambda x, dim: _add("softmax", {"in": x}, axis=dim))])
+                              lambda x, dim: _E_SOFTMAX({"in": x}, {"axis": dim}))])
 
 
 def _reduce(op_type: str) -> Callable[..., Tensor]:
+    e = E(op_type, ("in",))
+
     def fn(x: Tensor, dim: tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor:
-        return _add(op_type, {"in": x}, axis=None if dim is None else list(dim), keepdims=keepdim)
+        return e({"in": x}, {"axis": None if dim is None else list(dim), "keepdims": keepdim})
     return fn
 
 
@@ -169,8 +193,9 @@ sum = define("sum", [("Tensor (Tensor x, IntList? dim=None, Bool keepdim=False)"
                       _reduce("reduce_sum"))])
 mean = define("mean", [("Tensor (Tensor x, IntList? dim=None, Bool keepdim=False)",
                         _reduce("reduce_mean"))])
+_E_RESHAPE, _E_TRANSPOSE = E("reshape", ("in",)), E("transpose", ("in",))
 reshape = define("reshape", [("Tensor (Tensor x, IntList shape)",
-                              lambda x, shape: _add("reshape", {"in": x}, shape=list(shape)))])
+                              lambda x, shape: _E_RESHAPE({"in": x}, {"shape": list(shape)}))])
 
 
 def _swap(x: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -180,18 +205,19 @@ def _swap(x: Tensor, dim0: int, dim1: int) -> Tensor:
     except IndexError:
         raise CompileError(f"transpose(): dims ({dim0}, {dim1}) are out of range for a tensor "
                            f"of rank {x.ndim} {x.shape}") from None
-    return _add("transpose", {"in": x}, perm=perm)
+    return _E_TRANSPOSE({"in": x}, {"perm": perm})
 
 
 transpose = define("transpose", [
     ("Tensor (Tensor x, Int dim0, Int dim1)", _swap),
     ("Tensor (Tensor x, IntList? perm=None)",
-     lambda x, perm: _add("transpose", {"in": x}, perm=None if perm is None else list(perm))),
+     lambda x, perm: _E_TRANSPOSE({"in": x}, {"perm": None if perm is None else list(perm)})),
 ])
 
 
 def _concat(tensors: list[Tensor], dim: int = 0) -> Tensor:
-    return _add("concat", {f"in_{i}": t for i, t in enumerate(tensors)}, axis=dim)
+    names = tuple(f"in_{i}" for i in range(len(tensors)))
+    return E("concat", names)(dict(zip(names, tensors)), {"axis": dim})
 
 
 concat = define("concat", [("Tensor (TensorList tensors, Int dim=0)", _concat)])
@@ -199,14 +225,7 @@ concat = define("concat", [("Tensor (TensorList tensors, Int dim=0)", _concat)])
 
 def _to_global(x: Tensor, placement: Placement | None = None,
                sbp: SbpParallel | None = None) -> Tensor:
-    from actorflow.frontend.job import _check_axis
-
-    if sbp is not None:
-        _check_axis(x.name, sbp, x.ndim)
-        if sbp.code == "P":
-            raise UsageError(f"to_global(): '{x.name}' cannot be boxed into partial_sum; only "
-                             "ops produce partial sums (e.g. matmul of split inner axes)")
-    return x.job.add("to_global", {"in": x}, place=placement, sbp=sbp)
+    return interpreter_for((x,)).to_global(x, placement, sbp)
 
 
 to_global = define("to_global", [

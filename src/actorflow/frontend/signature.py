@@ -76,6 +76,9 @@ def _tensor(v: Any) -> Any:
 
 
 def _scalar(v: Any) -> Any:
+    t = type(v)
+    if t is float or t is int:  # the common case, before the slower ABC checks
+        return v
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, numbers.Integral):
@@ -134,6 +137,9 @@ for _n, _f in {"Tensor": _tensor, "Scalar": _scalar, "Int": _int, "Float": _floa
                "Bool": _bool, "IntList": _int_list, "DataType": _dtype, "String": _string,
                "TensorList": _tensor_list}.items():
     register_type(_n, _f)
+
+
+_TYPE_KEYED = (int, float, bool, type(None), np.ndarray)  # converters decide on type alone
 
 
 # -- parsing -------------------------------------------------------------------------------
@@ -253,6 +259,7 @@ class FunctionalOp:
         self.__name__ = name
         self.overloads = [(parse_signature(s), fn) for s, fn in overloads]
         self.finalize = finalize
+        self._plans: dict[tuple, tuple] = {}  # argument types -> how to bind (see _remember)
         lines = "\n".join(f"    {s.text}" for s, _ in self.overloads)
         self.__doc__ = f"{doc}\n\nSignatures:\n{lines}" if doc else f"Signatures:\n{lines}"
 
@@ -260,7 +267,45 @@ class FunctionalOp:
     def signatures(self) -> list[str]:
         return [s.text for s, _ in self.overloads]
 
+    def _remember(self, key: tuple, sig: Signature, fn: Callable[..., Any], args: Sequence[Any],
+                  kwargs: dict[str, Any]) -> None:
+        """Cache the binding of these argument *types* when the converters' outcome
+        depends on the types alone (tensors, numbers, None, arrays): the next call with
+        the same types binds without trying the earlier signatures again."""
+        values = [*args, *kwargs.values()]
+        if len(self._plans) >= 256 or not all(
+                type(v) in _TYPE_KEYED or isinstance(v, _TENSOR_TYPES) for v in values):
+            return
+        params = {p.name: p for p in sig.params}
+        positional = [p for p in sig.params if not p.keyword_only]
+
+        def conv(p: Param, v: Any) -> Any:
+            if v is None or (p.type == "Tensor" and isinstance(v, _TENSOR_TYPES)):
+                return None  # kept as is
+            return _CONVERTERS[p.type]
+
+        convs = [(p.name, conv(p, v)) for p, v in zip(positional, args)]
+        convs += [(k, conv(params[k], v)) for k, v in kwargs.items()]
+        given = {n for n, _ in convs}
+        defaults = {p.name: p.default for p in sig.params if p.name not in given}
+        finalize = self.finalize is not None and any(isinstance(v, np.ndarray) for v in values)
+        self._plans[key] = (fn, convs, defaults, finalize)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        key = (*map(type, args), *kwargs)
+        plan = self._plans.get(key)
+        if plan is not None:  # these argument types bound before: skip the search
+            fn, convs, defaults, finalize = plan
+            try:
+                bound = dict(defaults)
+                for (name, conv), v in zip(convs, (*args, *kwargs.values())):
+                    bound[name] = v if conv is None else conv(v)
+            except _NoMatch:
+                pass
+            else:
+                if finalize and self.finalize is not None:
+                    bound = self.finalize(bound)
+                return fn(**bound)
         for sig, fn in self.overloads:
             try:
                 bound = bind(sig, self.__name__, args, kwargs)
@@ -268,6 +313,7 @@ class FunctionalOp:
                 if len(self.overloads) == 1:
                     raise ArgumentTypeError(str(e)) from None
                 continue
+            self._remember(key, sig, fn, args, kwargs)
             if self.finalize is not None:
                 bound = self.finalize(bound)
             return fn(**bound)

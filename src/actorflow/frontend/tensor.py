@@ -1,7 +1,9 @@
-"""Lazy tensors: names of op outputs in a job being traced, with logical shape and dtype.
+"""Tensors of the frontend: lazy ones (names of op outputs in a job being traced, with
+logical shape and dtype) and eager ones (``eager_tensor.py``, data on a device).
 
-Operators route through ``actorflow.functional`` (``x + y`` is ``F.add(x, y)``), so
-operators and functions share one set of signatures, conversions and errors.
+Operators and methods live once in ``TensorMethods`` and route through
+``actorflow.functional`` (``x + y`` is ``F.add(x, y)``), so operators and functions share
+one set of signatures, conversions and errors, for both kinds of tensor.
 """
 
 from __future__ import annotations
@@ -15,34 +17,10 @@ if TYPE_CHECKING:
     from actorflow.frontend.job import Job
 
 
-class Tensor:
-    """The output of one op of a job; knows its logical shape, dtype and placement."""
+class TensorMethods:
+    """Operators and methods shared by lazy and eager tensors (all through functional)."""
 
-    __slots__ = ("dtype", "job", "name", "placement", "sbp", "shape")
-
-    def __init__(self, job: Job, name: str, shape: tuple[int, ...], dtype: str,
-                 placement: Placement, sbp: SbpParallel | None = None) -> None:
-        self.job = job
-        self.name = name
-        self.shape = shape
-        self.dtype = dtype
-        self.placement = placement
-        self.sbp = sbp  # fixed by the job (inputs, variables, to_global); else the compiler's
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __repr__(self) -> str:
-        sbp = f", sbp={self.sbp!r}" if self.sbp is not None else ""
-        return (f"Tensor(name={self.name!r}, shape={self.shape}, dtype={self.dtype}, "
-                f"placement={self.placement!r}{sbp})")
-
-    def __bool__(self) -> bool:
-        raise TypeError("a lazy tensor has no truth value while the job is traced")
-
-    def __reduce__(self) -> NoReturn:
-        raise TypeError("lazy tensors are not picklable")
+    __slots__ = ()
 
     # -- operators (all through functional) ------------------------------------------------
     def __add__(self, o: Any) -> Tensor:
@@ -117,6 +95,37 @@ class Tensor:
 
     def to_global(self, placement: Placement | None = None, sbp: Any = None) -> Tensor:
         return F.to_global(self, placement, sbp)
+
+
+class Tensor(TensorMethods):
+    """The output of one op of a job; knows its logical shape, dtype and placement."""
+
+    __slots__ = ("dtype", "job", "name", "placement", "sbp", "shape")
+    interpreter = "lazy"  # which interpreter runs ops on this kind of tensor
+
+    def __init__(self, job: Job, name: str, shape: tuple[int, ...], dtype: str,
+                 placement: Placement, sbp: SbpParallel | None = None) -> None:
+        self.job = job
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+        self.placement = placement
+        self.sbp = sbp  # fixed by the job (inputs, variables, to_global); else the compiler's
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        sbp = f", sbp={self.sbp!r}" if self.sbp is not None else ""
+        return (f"Tensor(name={self.name!r}, shape={self.shape}, dtype={self.dtype}, "
+                f"placement={self.placement!r}{sbp})")
+
+    def __bool__(self) -> bool:
+        raise TypeError("a lazy tensor has no truth value while the job is traced")
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("lazy tensors are not picklable")
 
 
 from actorflow.frontend import functional as F  # noqa: E402  (operators call into it)

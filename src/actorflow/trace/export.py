@@ -63,7 +63,7 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
         machine_of.setdefault(task, trace.tasks.get(task, {}).get("machine_id", ev.machine))
         if isinstance(ev, ActEvent):
             if ev.kind == ACT_BEGIN:
-                s = _Slice(trace.label(task), ev.t, {
+                s = _Slice(trace.act_names.get((task, ev.act_id)) or trace.label(task), ev.t, {
                     "piece": ev.piece, "act": ev.act_id,
                     "reads": [f"desc {d} slot {s}" for d, s in ev.reads],
                     "writes": [f"desc {d} slot {s}" for d, s in ev.writes]})

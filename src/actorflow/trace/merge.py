@@ -38,6 +38,7 @@ class Trace:
     tasks: dict[int, dict]  # plan_info: label, type, ops, wiring
     plan: Any = None
     states: list[dict] = field(default_factory=list)
+    act_names: dict[tuple[int, int], str] = field(default_factory=dict)  # (task, act) -> name
 
     @property
     def t0(self) -> int:
@@ -91,6 +92,8 @@ def load_trace(directory: str | os.PathLike) -> Trace:
     machines: dict[int, MachineClock] = {}
     units: dict[tuple[int, int], list[Event]] = {}
     states: list[dict] = []
+    named: dict[int, dict] = {}
+    act_names: dict[tuple[int, int], str] = {}
     for f in files:
         objs = read_stream(f, TRACE_FORMAT)
         head, foot = objs[0], next((o for o in objs[1:] if o.get("end")), None)
@@ -118,12 +121,16 @@ def load_trace(directory: str | os.PathLike) -> Trace:
                     raise TraceError(f"{f}: corrupt events of unit {key}: {e}") from e
             elif "states" in o:
                 states.extend(o["states"])
+            elif "tasks" in o:  # a recording without a plan names its tracks itself
+                named.update({int(k): v for k, v in o["tasks"].items()})
+                for task, names in o.get("acts", {}).items():
+                    act_names.update({(int(task), int(a)): n for a, n in names.items()})
     events = sorted((e for evs in units.values() for e in evs), key=_order)
-    tasks: dict[int, dict] = {}
+    tasks: dict[int, dict] = dict(named)
     for p in plans:  # process units save one (sub-)plan each: their union names every task
         tasks.update(plan_info(p))
     plan = max(plans, key=lambda p: len(p.tasks), default=None)
-    return Trace(events, units, machines, tasks, plan, states)
+    return Trace(events, units, machines, tasks, plan, states, act_names)
 
 
 def _order(e: Event) -> tuple[int, int]:

@@ -7,6 +7,7 @@ msgpack maps:
      "anchor_wall_ns", "anchor_mono_ns", "clock_offset_ns", "clock_error_ns"}   header
     {"unit": [machine, thrd], "packed": bytes, "cmds": [...]}                  events
     {"states": [...], "reason": str, "t": mono_ns}                             a state dump
+    {"tasks": {id: info}, "acts": {id: {act_id: name}}}       track names without a plan
     {"end": true, "clock_offset_ns", "clock_error_ns", "words": n}             footer
 
 (The reader also takes ``{"unit": ..., "rows": [...]}`` event maps, rows as in
@@ -95,6 +96,11 @@ class TraceWriter:
         """Events as packed int64 words (``packed.py``) with the CMD names on the side."""
         self.words += len(data) // 8
         self._write({"unit": list(unit), "packed": data, "cmds": cmds})
+
+    def write_names(self, tasks: dict[int, dict], acts: dict[int, dict[int, str]]) -> None:
+        """Names of tracks (``plan_info``-shaped) and of single acts, for recordings that
+        have no plan (the eager VM: a track per stream, an act per instruction)."""
+        self._write({"tasks": tasks, "acts": acts})
 
     def write_states(self, reason: str, states: list[dict]) -> None:
         self._write({"states": states, "reason": reason, "t": time.perf_counter_ns()})

@@ -1,0 +1,49 @@
+"""Blob objects: the data of an eager tensor plus the VM's dependency bookkeeping.
+
+A blob is written by one instruction (its producer) and read by any number; the
+scheduler orders instructions by these reads and writes (read-after-write,
+write-after-read, write-after-write).  The array is allocated by the instruction that
+computes it, on that instruction's stream, and dropped by a release instruction.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from actorflow.kernels.blob import BlobDesc
+
+if TYPE_CHECKING:
+    from actorflow.eager.device import Device
+    from actorflow.eager.instruction import Instruction
+
+_ids = itertools.count(1)
+
+
+class BlobObject:
+    __slots__ = ("array", "device", "dtype", "error", "id", "last_writer", "meta", "nbytes",
+                 "producer", "prune_at", "readers", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, device: Device,
+                 array: Any = None, nbytes: int | None = None) -> None:
+        self.id = next(_ids)
+        self.shape = shape
+        self.dtype = dtype
+        self.meta = (shape, dtype)  # hashable key for inference caches
+        self.device = device
+        self.array = array
+        self.nbytes = math.prod(shape) * np.dtype(dtype).itemsize if nbytes is None else nbytes
+        self.producer: Instruction | None = None  # set at issue: what .numpy() waits for
+        self.last_writer: Instruction | None = None  # scheduler bookkeeping
+        self.readers: list[Instruction] = []
+        self.prune_at = 16
+        self.error: Exception | None = None  # set when the producer failed (poisoned)
+
+    def desc_view(self) -> BlobDesc:
+        return BlobDesc(self.shape, self.dtype)
+
+    def __repr__(self) -> str:
+        return f"<blob {self.id} {self.shape} {self.dtype} on {self.device}>"

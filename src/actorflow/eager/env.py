@@ -1,0 +1,104 @@
+"""The process-wide eager environment (the seed's ``Global<T>`` singletons).
+
+``get_env()`` creates it on first use: the virtual machine (streams, workers, scheduler)
+and, with ``ACTORFLOW_EAGER_TRACE=DIR``, a trace recorder.  At interpreter exit it is torn
+down without hanging: pending work gets ``ACTORFLOW_EAGER_EXIT_TIMEOUT`` seconds (default
+10) to finish, workers are stopped (they are daemon threads, so a kernel that never
+returns cannot hold the exit), and anything left undone or any error nobody waited for
+is reported on stderr.  The collective helper adds the process group here later.
+
+Settings (environment): ``ACTORFLOW_EAGER_SCHEDULER`` = ``inline`` (default) | ``thread``;
+``ACTORFLOW_EAGER_TIMEOUT`` = seconds a wait may block (default 300).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from typing import Any
+
+from actorflow.eager.vm import VirtualMachine
+from actorflow.errors import UsageError
+
+
+def _float_env(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r}: expected a number of seconds") from None
+    if v <= 0:
+        raise UsageError(f"{name}={raw!r}: expected a positive number of seconds")
+    return v
+
+
+class Env:
+    def __init__(self, scheduler: str | None = None) -> None:
+        self.vm = VirtualMachine(
+            scheduler or os.environ.get("ACTORFLOW_EAGER_SCHEDULER", "inline"),
+            timeout=_float_env("ACTORFLOW_EAGER_TIMEOUT", 300.0))
+        self.tracer: Any = None
+        trace_dir = os.environ.get("ACTORFLOW_EAGER_TRACE")
+        if trace_dir:
+            from actorflow.eager.tracing import Tracer
+
+            self.tracer = Tracer(self.vm, trace_dir)
+
+    def shutdown(self, timeout: float) -> list[str]:
+        problems = self.vm.shutdown(timeout)
+        if self.tracer is not None:
+            self.tracer.close()
+            self.tracer = None
+        return problems
+
+
+_ENV: Env | None = None
+_LOCK = threading.Lock()
+_ATEXIT = False
+
+
+def get_env() -> Env:
+    global _ENV, _ATEXIT
+    env = _ENV
+    if env is None:
+        with _LOCK:
+            if _ENV is None:
+                _ENV = Env()
+                if not _ATEXIT:
+                    atexit.register(_at_exit)
+                    _ATEXIT = True
+            env = _ENV
+    return env
+
+
+def get_vm() -> VirtualMachine:
+    env = _ENV
+    return env.vm if env is not None else get_env().vm
+
+
+def current_env() -> Env | None:
+    return _ENV
+
+
+def shutdown(timeout: float | None = None, scheduler: str | None = None) -> list[str]:
+    """Tear the environment down now (the next eager call makes a fresh one, with
+    ``scheduler`` if given); returns the problems found (see ``VirtualMachine.shutdown``)."""
+    global _ENV
+    with _LOCK:
+        env, _ENV = _ENV, None
+        if scheduler is not None:
+            _ENV = Env(scheduler)
+    if env is None:
+        return []
+    return env.shutdown(_float_env("ACTORFLOW_EAGER_EXIT_TIMEOUT", 10.0)
+                        if timeout is None else timeout)
+
+
+def _at_exit() -> None:
+    problems = shutdown()
+    for p in problems:
+        print(f"actorflow eager (exit): {p}", file=sys.stderr)

@@ -1,0 +1,148 @@
+"""The eager local interpreter: one op expression + input tensors -> instructions.
+
+For each call it checks that every input lives on one device, infers the outputs with
+the op definition the compiler uses (``OpDef.infer_checked``; cached per op, input
+shapes/dtypes and attrs, so a loop of tiny ops infers once), makes the output blob
+objects, and issues one kernel instruction on the device's compute stream.  It returns
+before the kernel runs.  The frontend hands it the tensor class to wrap outputs in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from actorflow.eager.blob import BlobObject
+from actorflow.eager.builder import InstructionsBuilder
+from actorflow.eager.device import CPU, Device, as_device
+from actorflow.eager.env import get_vm
+from actorflow.eager.instruction import Instruction
+from actorflow.eager.tensor import caller_where
+from actorflow.errors import ArgumentTypeError, UsageError
+
+CACHE_LIMIT = 4096
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    return v
+
+
+class EagerLocalInterpreter:
+    """Runs op expressions on eager local tensors through the process's VM."""
+
+    name = "eager.local"
+
+    def __init__(self, tensor_cls: Any) -> None:
+        self.tensor_cls = tensor_cls
+        self._infer: dict[Any, Any] = {}  # (expr, input metas, attrs) -> (outputs, kernel)
+        self._routes: dict[Device, Any] = {}  # device -> (compute instruction type, stream)
+
+    def apply(self, expr: Any, inputs: dict[str, Any], attrs: dict[str, Any]) -> Any:
+        blobs: dict[str, BlobObject] = {}
+        reads: list[BlobObject] = []
+        device: Device | None = None
+        for k, t in inputs.items():
+            b = t._blob
+            if device is None:
+                device = b.device
+            elif b.device is not device:
+                raise _mixed_devices(expr.op_type, inputs)
+            blobs[k] = b
+            reads.append(b)
+        return self._issue(get_vm(), expr, blobs, reads, attrs, device or CPU)
+
+    def apply_on(self, expr: Any, attrs: dict[str, Any], device: Any) -> Any:
+        """An op with no inputs (a generator: constant, arange, ...) on ``device``."""
+        return self._issue(get_vm(), expr, {}, [], attrs, as_device(device))
+
+    def _issue(self, vm: Any, expr: Any, blobs: dict[str, BlobObject], reads: list[BlobObject],
+               attrs: dict[str, Any], device: Device) -> Any:
+        # the hot path of every eager op: plain loops (a comprehension is a call in 3.11)
+        metas = [expr]
+        for b in reads:
+            metas.append(b.meta)
+        try:
+            key: Any = (*metas, *attrs.items())
+            cached = self._infer.get(key)
+        except TypeError:  # list-valued attrs
+            key = (*metas, _freeze(attrs))
+            cached = self._infer.get(key)
+        if cached is None:
+            cached = self._infer_outputs(key, expr, blobs, attrs)
+        outs, kernel = cached
+        out_blobs: dict[str, BlobObject] = {}
+        writes: list[BlobObject] = []
+        for k, shape, dtype, nbytes in outs:
+            out_blobs[k] = b = BlobObject(shape, dtype, device, None, nbytes)
+            writes.append(b)
+        route = self._routes.get(device)
+        if route is None or route[1].vm is not vm:
+            route = self._routes[device] = vm.route(f"{device.type}.compute", device)
+        # what InstructionsBuilder.call_kernel + submit do, minus the builder and its list
+        instr = Instruction(route[0], route[1], expr.op_type, (kernel, blobs, out_blobs, attrs),
+                            reads, writes, caller_where())
+        for b in writes:
+            b.producer = instr
+        vm.submit_one(instr)
+        wrap = self.tensor_cls._from_blob
+        if len(writes) == 1:
+            return wrap(writes[0], vm)
+        return tuple(wrap(b, vm) for b in writes)
+
+    def _infer_outputs(self, key: Any, expr: Any, blobs: dict[str, BlobObject],
+                       attrs: dict[str, Any]) -> Any:
+        descs = expr.opdef.infer_checked(expr.op_type, {k: b.desc_view() for k, b in
+                                                        blobs.items()}, attrs)
+        outs = tuple((k, d.shape, d.dtype, d.nbytes()) for k, d in descs.items())
+        if len(self._infer) >= CACHE_LIMIT:
+            self._infer.clear()
+        cached = self._infer[key] = (outs, expr.opdef.kernel)
+        return cached
+
+    # -- tensors from host values ----------------------------------------------------------
+    def from_array(self, value: Any, dtype: Any = None, device: Any = None) -> Any:
+        """A new tensor holding a copy of ``value`` (host data) on ``device``."""
+        dev = as_device(device) if device is not None else CPU
+        try:
+            arr = np.array(value, dtype=dtype, copy=True)
+        except (TypeError, ValueError) as e:
+            raise ArgumentTypeError(f"af.tensor(): cannot make an array of {type(value).__name__}"
+                                    f"{'' if dtype is None else f' with dtype {dtype!r}'}: "
+                                    f"{e}") from e
+        if arr.dtype.kind not in "biuf":
+            raise ArgumentTypeError(f"af.tensor(): values of dtype {arr.dtype} are not "
+                                    "supported (bool, integers and floats are)")
+        if arr.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
+            arr = arr.astype(np.float32)  # Python floats default to float32, as in torch
+        vm = get_vm()
+        host = BlobObject(tuple(arr.shape), arr.dtype.name, CPU, arr)
+        vm.adopt(host)
+        if dev is CPU:
+            return self.tensor_cls._from_blob(host, vm)
+        builder = InstructionsBuilder(vm)
+        out = builder.copy(host, dev, caller_where())
+        builder.submit()
+        vm.release(host)
+        return self.tensor_cls._from_blob(out, vm)
+
+    def constant_like(self, value: Any, like: list[Any]) -> Any:
+        """A numpy value given where a tensor is expected, on the device of ``like``."""
+        device = like[0].device if like else None
+        arr = np.asarray(value)
+        return self.from_array(arr, dtype=arr.dtype, device=device)
+
+    def to_global(self, x: Any, placement: Any = None, sbp: Any = None) -> Any:
+        raise UsageError("to_global() of an eager local tensor needs the eager global "
+                         "interpreter (global tensors over a process group), which this "
+                         "process does not have; inside 'with af.Job' it boxes lazy tensors")
+
+
+def _mixed_devices(op_type: str, inputs: dict[str, Any]) -> UsageError:
+    where = ", ".join(f"{k} on {t.device}" for k, t in inputs.items())
+    return UsageError(f"op '{op_type}': its input tensors are on different devices ({where}); "
+                      "move them to one device with .to(device) first")

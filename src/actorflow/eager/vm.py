@@ -1,0 +1,275 @@
+"""The virtual machine: streams with their workers, a scheduler, waits, errors, counters.
+
+Callers build instructions (``builder.py``) and ``submit`` them; the scheduler orders
+them by their reads and writes and the stream workers run them.  ``wait``/``sync`` are
+the only places a caller blocks; they surface kernel errors (``EagerKernelError``, naming
+the op and the user's file:line) and then the VM carries on.  Blobs whose last tensor
+died are released in batches by release instructions on their device's compute stream.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from actorflow.eager.blob import BlobObject
+from actorflow.eager.device import Device
+from actorflow.eager.instruction import INSTRUCTION_TYPES, STREAM_TYPES, Instruction
+from actorflow.eager.scheduler import SCHEDULERS
+from actorflow.eager.worker import StreamRt
+from actorflow.errors import EagerKernelError, UsageError, WaitTimeout
+
+RELEASE_BATCH = 32  # release instructions carry up to this many blobs...
+RELEASE_BYTES = 1 << 20  # ...unless this many bytes wait to be returned
+
+
+class VirtualMachine:
+    def __init__(self, scheduler: str = "inline", timeout: float = 300.0) -> None:
+        self.timeout = timeout  # default for every wait
+        self.lock = threading.Lock()  # issue side: scheduler bookkeeping, releases, counters
+        self.cv = threading.Condition(threading.Lock())  # instruction completion
+        self.waiters = 0
+        self.streams: dict[tuple[str, int], StreamRt] = {}
+        self.stream_list: list[StreamRt] = []
+        self._routes: dict[tuple[str, int], tuple[Any, StreamRt]] = {}
+        self.failures: deque[EagerKernelError] = deque()
+        self._releases: deque[BlobObject] = deque()
+        self._release_bytes = 0
+        self.issued = 0
+        self.host_allocated = self.host_allocs = 0  # blobs made from host data at the call
+        self.closed = False
+        self.recorder: Any = None
+        self.scheduler = SCHEDULERS.get(scheduler)(self)
+        self._submit_one = self.scheduler.submit_one
+        self._sched_on_done = self.scheduler.on_done if self.scheduler.wants_done else None
+
+    # -- streams -------------------------------------------------------------------------
+    def stream(self, stream_type: str, index: int) -> StreamRt:
+        key = (stream_type, index)
+        s = self.streams.get(key)
+        if s is None:
+            with self.cv:  # streams may be made from several issuing threads
+                s = self.streams.get(key)
+                if s is None:
+                    s = StreamRt(self, STREAM_TYPES.get(stream_type), index,
+                                 len(self.stream_list))
+                    if self.recorder is not None:
+                        s.unit = self.recorder.unit((0, s.track))
+                    self.stream_list.append(s)
+                    self.streams[key] = s
+        return s
+
+    def route(self, itype_name: str, device: Device) -> tuple[Any, StreamRt]:
+        """(instruction type, stream) for an instruction type on a device; cached, as the
+        seed caches instruction type ids with their streams."""
+        key = (itype_name, device.index)
+        r = self._routes.get(key)
+        if r is None:
+            itype = INSTRUCTION_TYPES.get(itype_name)
+            r = self._routes[key] = (itype, self.stream(itype.stream_type, device.index))
+        return r
+
+    # -- issuing -------------------------------------------------------------------------
+    def submit(self, instrs: list[Instruction]) -> None:
+        if self.closed:
+            raise UsageError("the eager VM was shut down (the interpreter is exiting); no "
+                             "more eager ops can run")
+        with self.lock:
+            self.scheduler.submit(instrs)
+            self.issued += len(instrs)
+            for i in instrs:
+                i.stream.last = i
+            if self._releases and (len(self._releases) >= RELEASE_BATCH
+                                   or self._release_bytes >= RELEASE_BYTES):
+                self._flush_releases()
+
+    def submit_one(self, instr: Instruction) -> None:
+        """``submit([instr])`` without the list: the path of every single-kernel op."""
+        if self.closed:
+            self.submit([instr])  # raises
+        with self.lock:
+            self._submit_one(instr)
+            self.issued += 1
+            instr.stream.last = instr
+            if self._releases and (len(self._releases) >= RELEASE_BATCH
+                                   or self._release_bytes >= RELEASE_BYTES):
+                self._flush_releases()
+
+    def adopt(self, blob: BlobObject) -> None:
+        """Count a blob whose array was made at the call (from the user's host data)."""
+        with self.lock:
+            self.host_allocated += blob.nbytes
+            self.host_allocs += 1
+
+    def release(self, blob: BlobObject) -> None:
+        """The last tensor of ``blob`` died.  Safe from ``__del__`` on any thread: it only
+        queues the blob, and flushes when the batch is full and the lock is free."""
+        if self.closed:
+            return
+        self._releases.append(blob)
+        self._release_bytes += blob.nbytes
+        if (len(self._releases) >= RELEASE_BATCH or self._release_bytes >= RELEASE_BYTES) \
+                and self.lock.acquire(blocking=False):
+            try:
+                self._flush_releases()
+            finally:
+                self.lock.release()
+
+    def flush_releases(self) -> None:
+        with self.lock:
+            self._flush_releases()
+
+    def _flush_releases(self) -> None:  # under self.lock
+        if not self._releases:
+            return
+        from actorflow.eager.builder import InstructionsBuilder
+
+        by_device: dict[Device, list[BlobObject]] = {}
+        while self._releases:
+            b = self._releases.popleft()
+            by_device.setdefault(b.device, []).append(b)
+        self._release_bytes = 0
+        builder = InstructionsBuilder(self)
+        for device, blobs in by_device.items():
+            builder.release(blobs, device)
+        instrs = builder.instructions
+        self.scheduler.submit(instrs)
+        self.issued += len(instrs)
+        for i in instrs:
+            i.stream.last = i
+
+    # -- completion, waiting, errors -------------------------------------------------------
+    def on_done(self, instr: Instruction) -> None:
+        if self.waiters:
+            with self.cv:
+                self.cv.notify_all()
+        if self._sched_on_done is not None:
+            self._sched_on_done(instr)
+
+    def wait_internal(self, instr: Instruction, worker: StreamRt,
+                      at_most: float | None = None) -> None:
+        """A worker waits for an instruction of another stream (no timeout error: the
+        user's wait names what is stuck; this returns when the VM shuts down), or for
+        ``at_most`` seconds."""
+        with self.cv:
+            self.waiters += 1
+            try:
+                if at_most is not None:
+                    if not instr.done:
+                        self.cv.wait(at_most)
+                    return
+                while not instr.done and not self.closed:
+                    self.cv.wait(0.5)
+            finally:
+                self.waiters -= 1
+
+    def wait(self, instr: Instruction, what: str, timeout: float | None = None,
+             help: bool = True) -> None:
+        """Block until ``instr`` is done.  Without an explicit ``timeout`` the waiting
+        thread first runs the stream's queued instructions itself if its worker is idle
+        (``StreamRt.help_until``): a round trip then needs no thread hand-off.  With one,
+        it only waits, so the timeout holds even against a kernel that never returns."""
+        if instr.done:
+            return
+        if help and timeout is None and not self.closed:
+            instr.stream.help_until(instr)
+            if instr.done:
+                return
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        with self.cv:
+            self.waiters += 1
+            try:
+                while not instr.done:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        cur = instr.stream.current
+                        busy = f"; the stream is at {cur.describe()}" if (
+                            cur is not None and cur is not instr and not cur.done) else ""
+                        raise WaitTimeout(
+                            f"waited {limit:g}s for {what}: {instr.describe()} has not "
+                            f"finished{busy} (a long kernel? pass timeout= or set "
+                            "ACTORFLOW_EAGER_TIMEOUT)")
+                    self.cv.wait(min(left, 1.0))
+            finally:
+                self.waiters -= 1
+
+    def sync(self, timeout: float | None = None, help: bool = True) -> None:
+        """Wait until every instruction issued so far has run; raise a kernel error if one
+        happened since the last wait."""
+        self.flush_releases()
+        for s in list(self.stream_list):
+            last = s.last
+            if last is not None:
+                self.wait(last, f"af.sync() (stream {s.label})", timeout, help)
+        self.raise_failures()
+
+    def fail(self, instr: Instruction, exc: BaseException, tb: str) -> None:
+        """A worker's kernel raised: poison the outputs and keep the error for a wait."""
+        where = f"{instr.where[0]}:{instr.where[1]}" if instr.where else "?"
+        err = EagerKernelError(instr.name, where, f"{type(exc).__name__}: {exc}",
+                               instr.stream.label, tb)
+        err.__cause__ = exc
+        instr.error = err
+        for b in instr.writes:
+            b.error = err
+        self.failures.append(err)
+
+    def raise_failures(self) -> None:
+        if not self.failures:
+            return
+        first = self.failures.popleft()
+        more = len(self.failures)
+        self.failures.clear()
+        if more:
+            first.args = (f"{first.args[0]}\n({more} more eager kernel error(s) happened "
+                          "after this one)",)
+        raise first
+
+    def trace_name(self, instr: Instruction) -> str:
+        where = f" @ {instr.where[0].rsplit('/', 1)[-1]}:{instr.where[1]}" if instr.where \
+            else ""
+        return f"{instr.name}{where}"
+
+    # -- counters and teardown --------------------------------------------------------------
+    def counters(self) -> dict[str, int]:
+        """What the VM holds and did: live blobs/bytes (allocated minus released), and
+        instructions issued and done."""
+        streams = list(self.stream_list)
+        allocated = self.host_allocated + sum(s.allocated for s in streams)
+        freed = sum(s.freed for s in streams)
+        allocs = self.host_allocs + sum(s.allocs for s in streams)
+        frees = sum(s.frees for s in streams)
+        return {"live_blobs": allocs - frees, "live_bytes": allocated - freed,
+                "allocated_bytes": allocated, "freed_bytes": freed,
+                "instructions_issued": self.issued,
+                "instructions_done": sum(s.executed for s in streams),
+                "pending_releases": len(self._releases), "streams": len(streams)}
+
+    def shutdown(self, timeout: float) -> list[str]:
+        """Finish pending work (up to ``timeout`` s), stop the workers; return problems
+        (work that did not finish, errors nobody waited for) for the caller to report."""
+        problems: list[str] = []
+        try:
+            self.sync(timeout, help=False)  # bounded even if a kernel never returns
+        except WaitTimeout as e:
+            problems.append(str(e))
+        except EagerKernelError as e:
+            problems.append(f"an eager kernel error was never waited for: {e}")
+        self.closed = True
+        self.scheduler.close(1.0)
+        with self.cv:
+            self.cv.notify_all()
+        for s in self.stream_list:
+            s.stop()
+        for s in self.stream_list:
+            if not s.join(1.0):
+                problems.append(f"stream worker {s.label} did not stop within 1s (a kernel "
+                                "still runs); left to the interpreter's exit")
+                continue
+            close = getattr(s.stream, "close", None)  # device streams own threads/handles
+            if close is not None:
+                close()
+        return problems

@@ -1,0 +1,80 @@
+"""CUDA tensors go through the same VM on the CUDA stream types (cuda.h2d, cuda.compute,
+cuda.d2h).  There is no GPU here: these tests run on CuPy where it is installed, or on the
+emulated CUDA device (an array module with CuPy's rules backed by numpy, selected by
+``ACTORFLOW_DEVICE=emulated``) once ``actorflow.streams`` provides it; otherwise they skip
+and say which device is missing."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import actorflow as af
+import actorflow.functional as F
+from actorflow.errors import ActorflowError, UsageError
+
+
+def _cuda_reason() -> str | None:
+    """None if a CUDA stream can be made (CuPy or the emulated device), else why not."""
+    import os
+
+    from actorflow.streams.stream import make_stream
+
+    old = os.environ.get("ACTORFLOW_DEVICE")
+    if importlib.util.find_spec("cupy") is None:
+        os.environ["ACTORFLOW_DEVICE"] = "emulated"
+    try:
+        make_stream("cuda:0")
+    except Exception as e:  # the stream layer says what is missing
+        if old is None:
+            os.environ.pop("ACTORFLOW_DEVICE", None)
+        return (f"no CUDA device: CuPy is not installed and actorflow.streams has no emulated "
+                f"CUDA device yet (ACTORFLOW_DEVICE=emulated): {type(e).__name__}: {e}")
+    return None
+
+
+REASON = _cuda_reason()
+needs_cuda = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+
+@pytest.mark.skipif(REASON is None or importlib.util.find_spec("cupy") is not None,
+                    reason="a CUDA device exists here")
+def test_without_a_cuda_device_the_error_says_what_to_install(monkeypatch):
+    monkeypatch.delenv("ACTORFLOW_DEVICE", raising=False)
+    with pytest.raises(ActorflowError, match="CuPy"):
+        af.tensor([1.0], device="cuda")
+
+
+@needs_cuda
+def test_to_device_and_back_through_copy_streams():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = af.tensor(a).to("cuda")
+    assert str(x.device) == "cuda:0" and x.shape == (2, 3)
+    y = F.relu(x - 2.0) @ af.tensor(a.T, device="cuda")
+    np.testing.assert_array_equal(y.numpy(), np.maximum(a - 2, 0) @ a.T)
+    back = y.to("cpu")
+    assert str(back.device) == "cpu"
+    np.testing.assert_array_equal(back.numpy(), y.numpy())
+    labels = {s.label for s in af.eager.get_vm().stream_list}
+    assert {"cuda.h2d:0", "cuda.compute:0", "cuda.d2h:0"} <= labels
+    assert "device='cuda:0'" in repr(y)
+
+
+@needs_cuda
+def test_mixing_devices_in_one_op_is_a_clear_error():
+    with pytest.raises(UsageError, match=r"different devices \(a on cpu, b on cuda:0\)"):
+        F.add(af.tensor([1.0]), af.tensor([1.0], device="cuda"))
+
+
+@needs_cuda
+def test_release_and_counters_on_the_device():
+    c0 = af.counters()
+    x = af.ones(1024, device="cuda")
+    y = (x * 2).to("cpu")
+    assert y.numpy().sum() == 2048
+    del x, y
+    af.sync()
+    c1 = af.counters()
+    assert (c1["live_blobs"], c1["live_bytes"]) == (c0["live_blobs"], c0["live_bytes"])
