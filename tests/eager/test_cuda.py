@@ -10,6 +10,9 @@ import importlib.util
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.eager.test_oracle import programs, run
 
 import actorflow as af
 import actorflow.functional as F
@@ -78,3 +81,20 @@ def test_release_and_counters_on_the_device():
     af.sync()
     c1 = af.counters()
     assert (c1["live_blobs"], c1["live_bytes"]) == (c0["live_blobs"], c0["live_bytes"])
+
+
+@needs_cuda
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(programs(), st.integers(0, 2**31 - 1))
+def test_random_programs_on_the_device_agree_with_the_cpu_bit_for_bit(program, seed):
+    """The oracle's programs, once on cuda:0 and once on cpu: the same kernels on either
+    array module give the same bits."""
+    shapes, steps = program
+    rng = np.random.default_rng(seed)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    on_cpu = [t.numpy() for t in run(steps, [af.tensor(a) for a in inputs], api=True)]
+    on_dev = run(steps, [af.tensor(a, device="cuda") for a in inputs], api=True)
+    assert all(str(t.device) == "cuda:0" for t in on_dev)
+    for c, d in zip(on_cpu, on_dev):
+        np.testing.assert_array_equal(d.numpy(), c)
