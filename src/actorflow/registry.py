@@ -8,6 +8,7 @@ nothing of actorflow but ``errors``, so every package may use it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -26,6 +27,8 @@ class Registry(Generic[T]):
         self.what = what
         self._entries: dict[str, T] = {}
         self._loader = loader  # imports the built-in entries on first lookup
+        self._loaded = loader is None
+        self._lock = threading.RLock()  # first lookups from several threads wait for the load
         self._error = error
 
     def register(self, name: str, entry: T) -> T:
@@ -54,6 +57,13 @@ class Registry(Generic[T]):
         return iter(self.names())
 
     def _load(self) -> None:
-        if self._loader is not None:
+        if self._loaded:
+            return
+        with self._lock:
+            if self._loader is None:  # loaded meanwhile, or this thread is loading (re-entry)
+                return
             loader, self._loader = self._loader, None
-            loader()
+            try:
+                loader()
+            finally:
+                self._loaded = True
