@@ -64,3 +64,37 @@ def test_exit_with_a_kernel_that_never_returns_is_bounded_and_says_why():
     assert "actorflow eager (exit): waited 1s for af.sync()" in r.stderr
     assert "'sleep'" in r.stderr
     assert "did not stop within 1s" in r.stderr
+
+
+FORK = textwrap.dedent("""
+    import os
+    import actorflow as af
+    from actorflow.frontend.dispatch import op_expr
+    x = af.ones(3) * 2.0
+    x.numpy()
+    slow = op_expr("sleep", ("in",))({"in": x}, {"ms": 300.0})  # pending at the fork
+    pid = os.fork()
+    if pid == 0:  # the child: a VM of its own; the parent's finished tensors keep values
+        y = (af.ones(3) + 1.0).numpy().tolist()
+        z = (x + 1.0).numpy().tolist()
+        try:
+            slow.numpy()
+            msg = "no error"
+        except af.errors.UsageError as e:
+            msg = str(e)
+        print("child", y, z, flush=True)
+        print(msg, flush=True)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print("parent", (x + 1.0).numpy().tolist(), slow.numpy().tolist())
+""")
+
+
+def test_a_forked_child_gets_its_own_vm():
+    r = _run(FORK)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "child [2.0, 2.0, 2.0] [3.0, 3.0, 3.0]"
+    assert "'sleep'" in lines[1] and "cannot finish here: its VM belongs to the parent " \
+        "process (this one was forked), and it was still pending then" in lines[1]
+    assert lines[2] == "parent [3.0, 3.0, 3.0] [2.0, 2.0, 2.0]"

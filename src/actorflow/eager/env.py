@@ -98,6 +98,20 @@ def shutdown(timeout: float | None = None, scheduler: str | None = None) -> list
                         if timeout is None else timeout)
 
 
+def _after_fork_in_child() -> None:
+    """A forked child has none of the parent's worker threads: it starts its own Env on
+    first use.  Tensors the parent had computed keep their values (the memory was copied);
+    waiting for one that was still pending raises instead of waiting forever."""
+    global _ENV, _LOCK
+    if _ENV is not None:
+        _ENV.vm.closed = _ENV.vm.forked = True
+        _ENV.vm.closed_reason = "its VM belongs to the parent process (this one was forked)"
+    _ENV, _LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _at_exit() -> None:
     problems = shutdown()
     for p in problems:

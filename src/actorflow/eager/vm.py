@@ -40,6 +40,8 @@ class VirtualMachine:
         self.issued = 0
         self.host_allocated = self.host_allocs = 0  # blobs made from host data at the call
         self.closed = False
+        self.closed_reason = "it was shut down (af.eager.shutdown() or interpreter exit)"
+        self.forked = False  # this is a forked child's copy of its parent's VM
         self.recorder: Any = None
         self.scheduler = SCHEDULERS.get(scheduler)(self)
         self._submit_one = self.scheduler.submit_one
@@ -74,8 +76,7 @@ class VirtualMachine:
     # -- issuing -------------------------------------------------------------------------
     def submit(self, instrs: list[Instruction]) -> None:
         if self.closed:
-            raise UsageError("the eager VM was shut down (the interpreter is exiting); no "
-                             "more eager ops can run")
+            raise UsageError(f"this eager VM takes no more work: {self.closed_reason}")
         with self.lock:
             self.scheduler.submit(instrs)
             self.issued += len(instrs)
@@ -173,6 +174,9 @@ class VirtualMachine:
         it only waits, so the timeout holds even against a kernel that never returns."""
         if instr.done:
             return
+        if self.closed and self.forked:
+            raise UsageError(f"{instr.describe()} cannot finish here: {self.closed_reason}, "
+                             "and it was still pending then; compute it again in this process")
         if help and timeout is None and not self.closed:
             instr.stream.help_until(instr)
             if instr.done:
