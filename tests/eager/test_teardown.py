@@ -1,5 +1,6 @@
 """The process-wide Env is torn down at interpreter exit without hanging: pending work is
-finished, and a kernel that never returns cannot hold the exit (a subprocess each)."""
+finished, and a kernel that never returns cannot hold the exit (a subprocess each, with
+the test's scheduler)."""
 
 from __future__ import annotations
 
@@ -40,14 +41,15 @@ HUNG = textwrap.dedent("""
 """)
 
 
-def _run(code: str, timeout_env: str = "10") -> subprocess.CompletedProcess:
-    env = {"ACTORFLOW_EAGER_EXIT_TIMEOUT": timeout_env, "PATH": "/usr/bin:/bin"}
+def _run(code: str, scheduler: str, timeout_env: str = "10") -> subprocess.CompletedProcess:
+    env = {"ACTORFLOW_EAGER_EXIT_TIMEOUT": timeout_env, "PATH": "/usr/bin:/bin",
+           "ACTORFLOW_EAGER_SCHEDULER": scheduler}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, env=env)
 
 
-def test_exit_with_pending_work_finishes_it_and_does_not_hang():
-    r = _run(PENDING)
+def test_exit_with_pending_work_finishes_it_and_does_not_hang(scheduler):
+    r = _run(PENDING, scheduler)
     assert r.returncode == 0, r.stderr
     out = r.stdout.splitlines()
     assert out[0] == "issued; exiting"
@@ -57,8 +59,8 @@ def test_exit_with_pending_work_finishes_it_and_does_not_hang():
     assert r.stderr == ""
 
 
-def test_exit_with_a_kernel_that_never_returns_is_bounded_and_says_why():
-    r = _run(HUNG, timeout_env="1")
+def test_exit_with_a_kernel_that_never_returns_is_bounded_and_says_why(scheduler):
+    r = _run(HUNG, scheduler, timeout_env="1")
     assert r.returncode == 0, r.stderr
     assert "issued a kernel that sleeps" in r.stdout
     assert "actorflow eager (exit): waited 1s for af.sync()" in r.stderr
@@ -90,8 +92,8 @@ FORK = textwrap.dedent("""
 """)
 
 
-def test_a_forked_child_gets_its_own_vm():
-    r = _run(FORK)
+def test_a_forked_child_gets_its_own_vm(scheduler):
+    r = _run(FORK, scheduler)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "child [2.0, 2.0, 2.0] [3.0, 3.0, 3.0]"

@@ -47,7 +47,7 @@ def test_af_trace_records_a_track_per_stream_for_the_trace_tools(tmp_path, capsy
     assert summary["bottleneck"]["label"] == "cpu.compute:0"
 
 
-def test_trace_by_environment_variable(tmp_path):
+def test_trace_by_environment_variable(tmp_path, scheduler):
     code = textwrap.dedent("""
         import actorflow as af
         x = af.ones(8) * 3.0
@@ -55,7 +55,8 @@ def test_trace_by_environment_variable(tmp_path):
     """)
     d = tmp_path / "env-tr"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env={"ACTORFLOW_EAGER_TRACE": str(d), "PATH": "/usr/bin:/bin"})
+                       env={"ACTORFLOW_EAGER_TRACE": str(d), "PATH": "/usr/bin:/bin",
+                            "ACTORFLOW_EAGER_SCHEDULER": scheduler})
     assert r.returncode == 0 and r.stdout.strip() == "24.0", r.stderr
     assert main(["trace", "export", str(d), "-o", str(tmp_path / "e.json")]) == 0
     names = [e["name"] for e in json.loads((tmp_path / "e.json").read_text())["traceEvents"]
