@@ -15,6 +15,7 @@ signature op names the bad argument; a many-signature op lists all of them.
 from __future__ import annotations
 
 import ast
+import inspect
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -140,6 +141,17 @@ for _n, _f in {"Tensor": _tensor, "Scalar": _scalar, "Int": _int, "Float": _floa
 
 
 _TYPE_KEYED = (int, float, bool, type(None), np.ndarray)  # converters decide on type alone
+
+
+def _positional_names(fn: Callable[..., Any]) -> list[str] | None:
+    """The names of ``fn``'s parameters if all can be passed by position, else None."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params]
 
 
 # -- parsing -------------------------------------------------------------------------------
@@ -289,6 +301,12 @@ class FunctionalOp:
         given = {n for n, _ in convs}
         defaults = {p.name: p.default for p in sig.params if p.name not in given}
         finalize = self.finalize is not None and any(isinstance(v, np.ndarray) for v in values)
+        if not kwargs and not finalize and _positional_names(fn) == [p.name for p in sig.params]:
+            # the implementation takes the signature's parameters in order: call it with
+            # the converted arguments and the remaining defaults, no dict in between
+            rest = tuple(p.default for p in sig.params[len(args):])
+            self._plans[key] = (fn, [c for _, c in convs], rest, None)
+            return
         self._plans[key] = (fn, convs, defaults, finalize)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -296,6 +314,15 @@ class FunctionalOp:
         plan = self._plans.get(key)
         if plan is not None:  # these argument types bound before: skip the search
             fn, convs, defaults, finalize = plan
+            if finalize is None:  # positional plan (see _remember)
+                try:
+                    call = []
+                    for conv, v in zip(convs, args):
+                        call.append(v if conv is None else conv(v))
+                except _NoMatch:
+                    pass
+                else:
+                    return fn(*call, *defaults)
             try:
                 bound = dict(defaults)
                 for (name, conv), v in zip(convs, (*args, *kwargs.values())):
