@@ -30,9 +30,11 @@ def link(instr: Instruction) -> list[Instruction]:
         w = b.last_writer
         if w is not None and not w.done:
             deps.append(w)  # WAW
-        for r in b.readers:
-            if not r.done and r is not instr:
-                deps.append(r)  # WAR
-        b.readers = []
+        readers = b.readers
+        if readers:
+            for r in readers:
+                if not r.done and r is not instr:
+                    deps.append(r)  # WAR
+            b.readers = []
         b.last_writer = instr
     return deps
