@@ -93,7 +93,7 @@ class StreamRt:
 
     def _drain(self) -> bool:
         """Run what is queued, in order; True when the stop mark came up."""
-        dq, stream, vm = self.dq, self.stream, self.vm
+        dq, stream = self.dq, self.stream
         while dq:
             instr = dq.popleft()
             if instr is None:
@@ -102,20 +102,10 @@ class StreamRt:
                     time.sleep(POLL_S)
                 self._reap()
                 return True
-            if instr.deps:
-                self._wait_deps(instr)
-            self.current = instr
-            unit = self.unit
-            if unit is not None:
-                self.names[instr.id] = vm.trace_name(instr)
-                if self.sync or not stream.has_pending():
-                    unit.act_begin(_ActRecord(self.track, instr))
-                else:  # the stream runs in order: this act starts when the last one ends
-                    self._unbegun.append(_ActRecord(self.track, instr))
             if self.sync:
-                self._execute(instr)
-                self._finish(instr)
+                self._run_here(instr)
                 continue
+            self._begin(instr)
             stream.launch(self, instr)
             self._reap()
             while stream.has_pending() and not dq:  # poll the device while nothing is queued
@@ -132,27 +122,36 @@ class StreamRt:
         try:
             dq = self.dq
             while not instr.done and dq:
-                if dq[0] is None:  # the stop mark stays for the worker
+                nxt = dq[0]
+                if nxt is None:  # the stop mark stays for the worker
                     return
-                self._drain_one()
+                dq.popleft()
+                self._run_here(nxt)
         finally:
             self.run_lock.release()
 
-    def _drain_one(self) -> None:
-        instr = self.dq.popleft()
-        assert instr is not None
+    def _begin(self, instr: Instruction) -> None:
+        """Wait for its dependencies on other streams; record the act's start if traced."""
         if instr.deps:
             self._wait_deps(instr)
         self.current = instr
         unit = self.unit
         if unit is not None:
             self.names[instr.id] = self.vm.trace_name(instr)
-            unit.act_begin(_ActRecord(self.track, instr))
+            if self.sync or not self.stream.has_pending():
+                unit.act_begin(_ActRecord(self.track, instr))
+            else:  # the stream runs in order: this act starts when the last one ends
+                self._unbegun.append(_ActRecord(self.track, instr))
+
+    def _run_here(self, instr: Instruction) -> None:
+        """Run ``instr`` on this thread (synchronous streams: the worker or a helper)."""
+        self._begin(instr)
         try:
             self._execute(instr)
-        except BaseException as e:  # e.g. Ctrl-C in the helping thread: fail, not hang
-            self.vm.fail(instr, e, "interrupted while the waiting thread ran it")
-            raise
+        except BaseException as e:  # e.g. Ctrl-C in a helping thread: fail, never hang
+            self.vm.fail(instr, e, "interrupted while it ran")
+            if threading.current_thread() is not self.thread:
+                raise  # the helping thread gets its interrupt; the worker carries on
         finally:
             self._finish(instr)
 
