@@ -13,9 +13,11 @@ Leaving the ``with`` block closes the inputs so the EORD cascade drains every ac
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
@@ -34,7 +36,13 @@ _WAKE = object()
 
 
 class Session:
-    """Runs every task of ``plan`` on threads of this process (all machines simulated)."""
+    """Runs every task of ``plan`` on threads of this process (all machines simulated).
+
+    Thread safety: ``run`` is atomic (calls from several threads are served one after
+    another, each getting its own piece); ``feed``/``fetch`` pieces belong to the thread
+    that fed them, and another thread feeding or fetching while they are in flight gets a
+    ``UsageError`` instead of someone else's data.
+    """
 
     def __init__(
         self,
@@ -72,6 +80,9 @@ class Session:
         self._received = dict.fromkeys(self.outputs, 0)
         self._sources_started = False
         self._closed = False
+        self._lock = threading.RLock()  # one caller at a time inside feed/fetch/run
+        self._owner: int | None = None  # thread whose fed pieces are in flight
+        self._in_flight = 0
         make = runtime or _threads
         self.runtime: Runtime = make(plan, recorder, self._on_deliver)
         self.diagnostics.attach(self.runtime.actor_states, self.runtime.fail)
@@ -94,7 +105,38 @@ class Session:
     # -- running -----------------------------------------------------------------------
     def feed(self, feeds: Mapping[str, Any]) -> int:
         """Hand one piece to the input actors without waiting; returns its piece id."""
+        with self._locked("feed"):
+            return self._feed(feeds)
+
+    @contextlib.contextmanager
+    def _locked(self, what: str) -> Iterator[None]:
+        """The session lock, waited for at most ``timeout`` (another thread's piece)."""
+        if not self._lock.acquire(timeout=self.timeout):
+            raise WaitTimeout(f"Session.{what} waited {self.timeout:.1f}s for another thread's "
+                              "call on this session to finish")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _claim(self, what: str) -> None:
+        """Refuse a thread other than the one whose pieces are in flight (under the lock)."""
+        me = threading.get_ident()
+        if self._in_flight and self._owner != me:
+            raise UsageError(
+                f"Session.{what} from thread {threading.current_thread().name} while "
+                f"{self._in_flight} piece(s) fed by another thread are in flight; a session's "
+                "fed pieces belong to the feeding thread (use run(), which is atomic, or one "
+                "Session per thread)")
+        self._owner = me
+
+    def _feed(self, feeds: Mapping[str, Any]) -> int:
         self._check_open()
+        if not self.inputs:
+            raise UsageError(
+                f"plan '{self.plan.job.name}' has no input tasks: its source tasks make the "
+                "pieces, so there is nothing to feed; use Session.run_to_end(pieces=N)")
+        self._claim("feed")
         missing = set(self.inputs) - set(feeds)
         extra = set(feeds) - set(self.inputs)
         if missing or extra:
@@ -105,20 +147,28 @@ class Session:
         for name, arrays in converted.items():
             self.runtime.push_feed(self.inputs[name].task_id, arrays)
         self._fed += 1
+        self._in_flight += 1
         return self._fed - 1
 
     def fetch(self) -> Any:
         """The next piece's outputs: one array if the plan has one output, else a dict."""
-        self._check_failed()
-        out = {name: self._next_result(name) for name in self.outputs}
+        with self._locked("fetch"):
+            self._check_failed()
+            if self.inputs:
+                if not self._in_flight:
+                    raise UsageError("Session.fetch with no piece in flight: feed() one first")
+                self._claim("fetch")
+            out = {name: self._next_result(name) for name in self.outputs}
+            self._in_flight -= 1 if self.inputs else 0
         if len(out) == 1:
             return next(iter(out.values()))
         return out
 
     def run(self, feeds: Mapping[str, Any]) -> Any:
-        """Run one piece through the plan and return its outputs."""
-        self.feed(feeds)
-        return self.fetch()
+        """Run one piece through the plan and return its outputs (atomic across threads)."""
+        with self._locked("run"):
+            self._feed(feeds)
+            return self.fetch()
 
     def run_many(self, feeds: Iterable[Mapping[str, Any]], window: int = 8) -> Iterator[Any]:
         """Run many pieces with up to ``window`` in flight; yield outputs in order."""

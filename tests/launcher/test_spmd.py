@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 import time
@@ -84,6 +85,13 @@ def test_spmd_runs_actorflow_workers_from_env(flowlaunch, tmp_path):
     r = flowlaunch.run("--nproc-per-node", 2, "--master-port", 0, "-m",
                        "actorflow.launcher.cli", "worker", SAMPLE, "--out", out, timeout=90)
     assert r.returncode == 0, r.stderr + r.stdout
+    # worker mode ends with sim's summary line (rank 0 holds the master), SPMD with its own
+    lines = r.stdout.strip().splitlines()
+    n = sample_pipeline.PIECES
+    assert any(re.fullmatch(rf"\[rank 0\] \w+: {n} pieces on 2 machines in [\d.]+s "
+                            rf"\([\d.]+ pieces/s\); outputs saved to {re.escape(str(out))}", x)
+               for x in lines), lines[-5:]
+    assert re.fullmatch(r"actorflow\.launcher\.cli: 2 ranks in [\d.]+s", lines[-1]), lines[-1]
     with np.load(out) as f:
         got = f["colsum"]
     assert len(got) == sample_pipeline.PIECES

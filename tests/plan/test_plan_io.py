@@ -96,8 +96,7 @@ def test_corrupt_structure_names_the_problem(tmp_path):
            "plan": {"tasks": [{"task_id": 0}]}}
     p = tmp_path / "half.plan"
     p.write_bytes(msgpack.packb(doc))
-    with pytest.raises(PlanLoadError, match=r"half\.plan: plan structure is corrupt: "
-                                            r"KeyError: 'task_type'"):
+    with pytest.raises(PlanLoadError, match=r"half\.plan: tasks\[0\]: missing field 'task_type'"):
         load_plan(p)
 
 

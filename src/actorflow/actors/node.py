@@ -32,8 +32,15 @@ import numpy as np
 
 from actorflow.actors import unit_wire as uw
 from actorflow.actors.hosting import Deliver, HostingFactory, Recorder, UnitHosting
+from actorflow.actors.inbound import Inbound, MalformedMessage
 from actorflow.actors.routing import Router, split_address
-from actorflow.errors import ActorflowError, MessageRejected, TransportError, WaitTimeout
+from actorflow.errors import (
+    ActorflowError,
+    MessageRejected,
+    ProtocolError,
+    TransportError,
+    WaitTimeout,
+)
 from actorflow.plan.model import Plan, RegstDesc
 from actorflow.protocol.messages import Msg, cmd
 from actorflow.registry import Registry
@@ -123,6 +130,11 @@ class MachineNode:
         self.outbox = Outbox(self.name, security=security)
         self.hosting: UnitHosting = make_hosting(self)
         self.router: Router = self.hosting.router
+        mid = machine_id
+        self.inbound = Inbound(
+            self.name, self.view.routing, self.view.descs,
+            hosted=lambda t: self.view.routing.get(t, (None,))[0] == mid,
+            buffers=self._receive_slots)
 
     # -- wiring ------------------------------------------------------------------------
     def bind(self, host: str = "127.0.0.1", address: str | None = None) -> str:
@@ -255,6 +267,18 @@ class MachineNode:
             raise self.error
 
     # -- receiving ---------------------------------------------------------------------
+    def _receive_slots(self, desc_id: int) -> list | None:
+        """Where a remote READY's blobs land (thread units: runtime memory; process: shm)."""
+        owner = getattr(self.hosting, "arena", None) or getattr(self.hosting, "runtime", None)
+        memory = getattr(owner, "memory", None)
+        return memory.get(desc_id) if memory is not None else None
+
+    def _malformed(self, error: ActorflowError) -> None:
+        """Dropped and counted (``Inbound`` logged it); with the run's key only the run's own
+        processes can send, so a malformed message is a bug to stop on, naming its sender."""
+        if self.inbound.strict:
+            self.fail(error)
+
     def _rx_main(self) -> None:
         """The node's receiver: messages from other machines and from its unit processes."""
         inbox = self._inbox
@@ -264,8 +288,8 @@ class MachineNode:
         while not self._rx_stop.is_set():
             try:
                 m = recv(0.1)  # a blocking recv, woken to check _rx_stop
-            except MessageRejected as e:
-                self.fail(e)
+            except MessageRejected as e:  # undecodable or over the limits: drop it
+                self._malformed(self.inbound.reject(str(e)))
                 continue
             except TransportError as e:  # the socket itself failed (or was closed)
                 if not self._rx_stop.is_set():
@@ -273,11 +297,26 @@ class MachineNode:
                 return
             if m is None:
                 continue
+            if not isinstance(m.kind, int) or not uw.MSG <= m.kind <= uw.STATES:
+                self._malformed(self.inbound.reject(f"message kind {m.kind!r:.20}"))
+                continue
             try:
                 if m.kind == uw.MSG:
+                    try:
+                        self.inbound.check(m.body, m.metas, m.frames, _claimed(m.body))
+                    except MalformedMessage as e:
+                        self._malformed(e)
+                        continue
                     hosting.incoming(m)
-                else:
-                    hosting.unit_message(m)
+                else:  # only this machine's own unit processes send these
+                    try:
+                        hosting.unit_message(m)
+                    except (ProtocolError, TransportError, LookupError, TypeError,
+                            ValueError) as e:
+                        self._malformed(self.inbound.reject(
+                            f"{uw.kind_name(m.kind)} message rejected: {e}"))
+            except MalformedMessage as e:
+                self._malformed(e)
             except ActorflowError as e:
                 self.fail(e)
             except Exception as e:  # a bug: still fail the run loudly
@@ -285,3 +324,8 @@ class MachineNode:
                 err.__cause__ = e
                 self.fail(err)
 
+
+def _claimed(body: object) -> str:
+    """How to name the sender of a pull socket's message: the task it claims to be."""
+    src = body[1] if isinstance(body, list) and len(body) > 1 else "?"
+    return f"claiming task {src!r:.20}"

@@ -31,6 +31,7 @@ from actorflow.actors import unit_wire as uw
 from actorflow.actors.landing import land
 from actorflow.actors.memory import shm_blobs
 from actorflow.actors.process_unit import CONFIG_VERSION
+from actorflow.actors.procstate import is_stopped
 from actorflow.actors.routing import Router, compose_address
 from actorflow.errors import (
     ActorflowError,
@@ -43,6 +44,7 @@ from actorflow.errors import (
 from actorflow.plan.io import plan_to_bytes
 from actorflow.protocol.messages import Msg, cmd
 from actorflow.protocol.state import describe_states
+from actorflow.transport.auth import current_key
 from actorflow.transport.comm import Message
 from actorflow.transport.shm import ShmArena
 
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from actorflow.actors.node import MachineNode
 
 _ERROR_GRACE = 1.0  # s to wait for a unit's ERROR message after it exited with code 1
+FROZEN_AFTER = 1.0  # s a unit process may stay stopped (SIGSTOP) before the node fails
 
 
 class ProcessHosting:
@@ -58,7 +61,8 @@ class ProcessHosting:
         self.node = node
         self.view = view
         self.mid = view.machine_id
-        self.tmpdir = tempfile.mkdtemp(prefix="actorflow-")
+        # named after the run so the launcher can remove it when this process is killed
+        self.tmpdir = tempfile.mkdtemp(prefix=f"actorflow-{node.run_id}-m{self.mid}-")
         self.node_ipc = f"ipc://{self.tmpdir}/node.ipc"
         self.unit_addrs = {k: f"ipc://{self.tmpdir}/u{k[1]}.ipc" for k in view.units}
         # STATUS queries go to a unit's helper thread (actors/unit_status.py)
@@ -113,6 +117,8 @@ class ProcessHosting:
             "direct": direct,
             # --trace: each unit process records its own file into the same directory
             "trace": rec.trace_config() if (rec := self.node.recorder) is not None else None,
+            # the run's CURVE key: on the unit's stdin like the rest, never argv or env
+            "cluster_key": ck.to_bytes() if (ck := current_key()) is not None else None,
         }
         for key in self.view.units:
             p = subprocess.Popen([sys.executable, "-m", "actorflow.actors.process_unit"],
@@ -189,9 +195,12 @@ class ProcessHosting:
     # -- failure / end -------------------------------------------------------------------
     def _watch(self) -> None:
         reported: set[tuple[int, int]] = set()
+        stopped_since: dict[tuple[int, int], float] = {}
         while not self._closing and len(reported) < len(self.procs):
             for key, p in self.procs.items():
                 rc = p.poll()
+                if rc is None and key not in reported and key[1] not in self.done:
+                    self._check_frozen(key, p, stopped_since, reported)
                 if rc is None or key in reported:
                     continue
                 reported.add(key)
@@ -208,6 +217,20 @@ class ProcessHosting:
                 self.node.fail(UnitLost(f"machine {self.mid}: {self.unit_label(key)} {how} "
                                         "before its actors finished"))
             time.sleep(0.05)
+
+    def _check_frozen(self, key: tuple[int, int], p: subprocess.Popen,
+                      since: dict[tuple[int, int], float], reported: set) -> None:
+        """A unit stopped (SIGSTOP, a debugger) for ``FROZEN_AFTER`` s fails the node: it
+        would otherwise hold its regsts forever and the stall would be blamed on a peer."""
+        if not is_stopped(p.pid):
+            since.pop(key, None)
+            return
+        first = since.setdefault(key, time.monotonic())
+        if time.monotonic() - first >= FROZEN_AFTER:
+            reported.add(key)
+            self.node.fail(UnitLost(f"machine {self.mid}: {self.unit_label(key)} is stopped "
+                                    f"(frozen for {FROZEN_AFTER:g}s, e.g. SIGSTOP) before its "
+                                    "actors finished"))
 
     def stop(self, error: BaseException) -> None:
         for addr in self.unit_addrs.values():
@@ -226,8 +249,9 @@ class ProcessHosting:
         """Every unfinished unit's actor states, asked from the units themselves (None: no
         answer within ``timeout``); a unit's helper thread answers even mid-kernel."""
         unfinished = [k for k in self.view.units if k[1] not in self.done]
-        live = [k for k in unfinished  # a process that is gone cannot answer: do not wait
-                if k not in self.procs or self.procs[k].poll() is None]
+        live = [k for k in unfinished  # a process gone or stopped cannot answer: do not wait
+                if k not in self.procs or (self.procs[k].poll() is None
+                                           and not is_stopped(self.procs[k].pid))]
         if not live:
             return dict.fromkeys(unfinished)
         with self._query_lock:  # the watchdog, a signal dump and a hang report may all ask
@@ -274,6 +298,9 @@ class ProcessHosting:
             if any(p.poll() is None for p in self.procs.values()):
                 self.stop(TransportError("closing"))
             deadline = time.monotonic() + min(timeout, 3.0)
+            for p in self.procs.values():
+                if is_stopped(p.pid):  # frozen: it cannot take STOP, do not wait for it
+                    p.kill()
             for p in self.procs.values():
                 try:
                     p.wait(max(0.0, deadline - time.monotonic()))

@@ -23,20 +23,23 @@ from typing import Any
 import msgpack
 
 from actorflow.actors import unit_wire as uw
+from actorflow.actors.inbound import Inbound, MalformedMessage
 from actorflow.actors.landing import land
 from actorflow.actors.memory import ShmAllocator
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_status import StatusResponder
-from actorflow.errors import ActorflowError, KernelError, ProtocolError
+from actorflow.errors import ActorflowError, KernelError, MessageRejected
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Task
 from actorflow.protocol.messages import Msg
 from actorflow.trace.recorder import Recorder
+from actorflow.transport.auth import ClusterKey, use_key
 from actorflow.transport.comm import Message, listen
 from actorflow.transport.outbox import Outbox
 
 CONFIG_VERSION = 1
+_DROPPED = object()  # _recv: a message the transport rejected and this unit dropped
 
 
 class Stopped(Exception):
@@ -76,6 +79,9 @@ class ProcessUnit:
         self.direct = (own if direct == "own" else self.inbox.also_listen(direct) if direct
                        else None)
         self.early: list[Message] = []  # messages that came before CONNECT
+        self.inbound = Inbound(self.name, view.routing, view.descs,
+                               hosted=lambda t: view.routing.get(t) == (mid, tid),
+                               buffers=rt.memory.get)
         # the node's STATUS queries, answered by a helper thread even while a kernel runs
         ctl = cfg.get("ctl_addr")
         self.status = StatusResponder(
@@ -86,8 +92,8 @@ class ProcessUnit:
         """Take every machine's address from the node's CONNECT; keep anything else."""
         ppid, deadline = os.getppid(), time.monotonic() + timeout
         while time.monotonic() < deadline and os.getppid() == ppid:
-            m = self.inbox.recv(0.2)
-            if m is None:
+            m = self._recv(0.2)
+            if m is None or m is _DROPPED:
                 continue
             if m.kind == uw.CONNECT:
                 self.router.set_machine_addrs({int(k): v for k, v in m.body.items()})
@@ -102,9 +108,36 @@ class ProcessUnit:
         """A wire message -> the actor message to handle now (None: nothing to handle)."""
         if m.kind == uw.STOP:
             raise Stopped
-        if m.kind != uw.MSG:
-            raise ProtocolError(f"{self.name}: unexpected {uw.kind_name(m.kind)}")
+        if m.kind != uw.MSG:  # units take only actor messages (and STOP)
+            err = self.inbound.reject(f"message kind {m.kind!r:.20}")
+            if self.inbound.strict:
+                raise err
+            return None
+        if self._check(m) is None:
+            return None
         return land(m, self.rt.memory, self.rt.push_feed, self.name)
+
+    def _check(self, m: Message) -> Msg | None:
+        """The validated actor message; a malformed one is dropped (None), or with the run's
+        key (only the run's own processes can send) fails this unit naming its sender."""
+        try:
+            src = m.body[1] if isinstance(m.body, list) and len(m.body) > 1 else "?"
+            return self.inbound.check(m.body, m.metas, m.frames, f"claiming task {src!r:.20}")
+        except MalformedMessage:
+            if self.inbound.strict:
+                raise
+            return None
+
+    def _recv(self, timeout: float) -> Any:
+        """The next message, None on timeout, ``_DROPPED`` for one the transport rejected
+        (undecodable, over the limits): counted, and with the run's key an error."""
+        try:
+            return self.inbox.recv(timeout)
+        except MessageRejected as e:
+            err = self.inbound.reject(str(e))
+            if self.inbound.strict:
+                raise err from e
+            return _DROPPED
 
     def report(self, kind: int, body: Any, arrays: list | tuple = ()) -> None:
         self.router.send_to(self.node_addr, kind, body, arrays)
@@ -118,7 +151,7 @@ class ProcessUnit:
         unit = self.unit
         if unit is None:
             return
-        recv = self.inbox.recv
+        recv = self._recv
         local, inbox, stream, dispatch = unit.local, unit.inbox, unit.stream, unit.dispatch
         ppid = os.getppid()
         take = self._take
@@ -146,19 +179,21 @@ class ProcessUnit:
                     if os.getppid() != ppid:
                         raise Stopped from None  # the node is gone
                     continue
-                if m.kind or m.metas:
-                    msg = take(m)
-                    if msg is None:
-                        continue
-                else:
-                    msg = Msg(*m.body)
+                if m is _DROPPED:
+                    continue
+                msg = take(m) if m.kind or m.metas else self._check(m)
+                if msg is None:
+                    continue
             dispatch(msg)
 
     def wait_stop(self, limit: float = 60.0) -> None:
         """After an error: keep the process (and its sockets) until the node says stop."""
         ppid, deadline = os.getppid(), time.monotonic() + limit
         while time.monotonic() < deadline and os.getppid() == ppid:
-            m = self.inbox.recv(0.2)
+            try:
+                m = self.inbox.recv(0.2)
+            except MessageRejected:  # already failed: anything but STOP is ignored
+                continue
             if m is not None and m.kind == uw.STOP:
                 return
 
@@ -209,6 +244,8 @@ def main() -> int:
     where = f"machine {cfg['machine_id']} unit {cfg['thrd_id']}"
     unit: ProcessUnit | None = None
     try:
+        if cfg.get("cluster_key"):  # the run's key: every socket of this process uses it
+            use_key(ClusterKey.from_bytes(cfg["cluster_key"], f"{where} config"))
         unit = ProcessUnit(cfg)
         unit.report(uw.HELLO, [unit.thrd_id, os.getpid(), unit.direct])
         unit.wait_connect()

@@ -19,6 +19,7 @@ from actorflow.actors.executors import ActorHost
 from actorflow.actors.hosting import Deliver, Recorder
 from actorflow.actors.memory import Allocator, HostAllocator
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
+from actorflow.plan.memory import check_fits, desc_bytes
 from actorflow.plan.model import Plan, Task
 from actorflow.protocol.kinds import make_state
 from actorflow.protocol.messages import Act, Exit, Msg, cmd
@@ -196,6 +197,8 @@ class MachineRuntime:
         producer_of.update(
             {d.regst_desc_id: t.task_id for t in plan.tasks for d in t.produced.values()})
         self.memory: dict[int, list[dict]] = {}
+        check_fits(sum(desc_bytes(d) for t in self.tasks for d in t.produced.values()),
+                   f"plan '{plan.job.name}' on machine(s) {sorted(ids)} of this process")
         for t in self.tasks:
             for d in t.produced.values():
                 self.memory[d.regst_desc_id] = self.allocator.allocate(d)

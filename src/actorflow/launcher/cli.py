@@ -13,7 +13,7 @@ import sys
 
 from actorflow.errors import ActorflowError
 
-SUBCOMMANDS = ["sim", "run", "worker", "plan", "trace"]
+SUBCOMMANDS = ["sim", "run", "worker", "plan", "trace", "key"]
 
 EPILOG = """\
 examples:

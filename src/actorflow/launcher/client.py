@@ -17,6 +17,7 @@ import zmq
 from actorflow.errors import LaunchError, WaitTimeout
 from actorflow.launcher import clock, wire
 from actorflow.launcher.ports import resolve
+from actorflow.transport.auth import secure_client
 
 HEARTBEAT_EVERY = 0.5
 
@@ -39,6 +40,7 @@ class ControlClient:
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.linger = 1000
         self._endpoint = f"tcp://{resolve(master_host)}:{master_port}"
+        secure_client(self._sock)
         self._sock.connect(self._endpoint)
         self._hb: threading.Thread | None = None
         self._hb_stop = threading.Event()
@@ -127,6 +129,7 @@ class ControlClient:
     def _beat(self) -> None:
         sock = self._ctx.socket(zmq.DEALER)
         sock.linger = 0
+        secure_client(sock)
         sock.connect(self._endpoint)
         try:
             while not self._hb_stop.wait(HEARTBEAT_EVERY):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from actorflow.errors import LaunchError
@@ -11,6 +12,7 @@ from actorflow.launcher.jobfile import is_spmd_script
 from actorflow.launcher.launch import Cluster, add_run_options, run_cluster
 from actorflow.launcher.ports import check_port_free, free_port
 from actorflow.launcher.rankenv import check_port
+from actorflow.plan.memory import available_bytes, fmt_bytes
 
 EPILOG = """\
 examples:
@@ -33,15 +35,38 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run a plan on N simulated machines on this host.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--machines", type=int, default=1, help="number of machines (default 1)")
+    p.add_argument("--allow-many-machines", action="store_true",
+                   help="simulate more machines than this host's limit (see the error)")
     p.add_argument("--master-port", type=int, default=0,
                    help="the master's port on 127.0.0.1 (default 0: a free port)")
     add_run_options(p)
     p.set_defaults(func=main)
 
 
+MIN_LIMIT = 16  # always allowed: small hosts still simulate a 16-machine cluster
+PER_CORE = 8  # worker processes per CPU core
+WORKER_BYTES = 150 << 20  # a worker process (interpreter, numpy, zmq, threads)
+
+
+def machine_limit() -> tuple[int, str]:
+    """How many machines ``sim`` starts without ``--allow-many-machines``, and why."""
+    cores = os.cpu_count() or 1
+    by_cpu = PER_CORE * cores
+    avail = available_bytes()
+    by_mem = by_cpu if avail is None else avail // WORKER_BYTES
+    limit = max(MIN_LIMIT, min(by_cpu, by_mem))
+    mem = "" if avail is None else (f", about {WORKER_BYTES >> 20} MiB per worker of "
+                                    f"{fmt_bytes(avail)} available")
+    return limit, f"{PER_CORE} workers per CPU core x {cores} cores{mem}, at least {MIN_LIMIT}"
+
+
 def main(args: argparse.Namespace) -> int:
     if args.machines < 1:
         raise LaunchError(f"--machines must be at least 1, got {args.machines}")
+    limit, why = machine_limit()
+    if args.machines > limit and not args.allow_many_machines:
+        raise LaunchError(f"--machines {args.machines} is more than this host can simulate "
+                          f"(limit {limit}: {why}); pass --allow-many-machines to try anyway")
     port = check_port(args.master_port, "--master-port")
     if port == 0:
         port = free_port("127.0.0.1")

@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
+import shutil
 import sys
+import time
+from pathlib import Path
 
 from actorflow.errors import ActorflowError
+from actorflow.launcher.keys import (
+    ENV_INSECURE,
+    ENV_KEY,
+    add_key_options,
+    setup_key,
+    write_private,
+)
 from actorflow.launcher.ports import check_port_free, free_port, resolve
 from actorflow.launcher.rankenv import check_port
+from actorflow.launcher.report import spmd_line
 from actorflow.launcher.run_loop import RunLoop
 from actorflow.launcher.supervisor import Supervisor
 
@@ -55,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-dir", help="write rank<N>.log files here")
     p.add_argument("--grace", type=float, default=2.0,
                    help="seconds between SIGTERM and SIGKILL on teardown (default 2)")
+    add_key_options(p, reads_file=True)
     p.add_argument("-m", dest="module", action="store_true",
                    help="run the script argument as a module (python -m)")
     p.add_argument("script", help="the Python script (or module with -m) to run")
@@ -83,22 +96,51 @@ def _run(args: argparse.Namespace) -> int:
         port = free_port(resolve(args.master_addr))
     elif args.node_rank == 0 and resolve(args.master_addr).startswith("127."):
         check_port_free(args.master_addr, port)
-    cmd = [sys.executable, "-m", args.script] if args.module else [sys.executable, args.script]
-    return run_copies(cmd + list(args.args), args.nproc, nnodes=args.nnodes,
-                      node_rank=args.node_rank, master_addr=args.master_addr, port=port,
-                      log_dir=args.log_dir, grace=args.grace)
+    world = args.nnodes * args.nproc
+    args.cluster_key = args.cluster_key or os.environ.get(ENV_KEY)
+    if args.nnodes > 1 and not (args.cluster_key or args.insecure):
+        raise LaunchError("several nodes need one key: pass --cluster-key FILE (the same file on "
+                          "every node; `flowlaunch key new FILE`) or --insecure")
+    key = setup_key(args, make=True)
+    keys: dict[str, str] = {ENV_INSECURE: "1"}  # for ranks that are actorflow workers
+    if key is not None:
+        path = (Path(args.cluster_key).resolve() if args.cluster_key
+                else write_private(key, secrets.token_hex(4)))
+        keys = {ENV_KEY: str(path)}  # a path, never the key itself, in the environment
+    t0 = time.monotonic()
+    signalled: list[int] = []
+    try:
+        cmd = [sys.executable, "-m", args.script] if args.module else [sys.executable,
+                                                                         args.script]
+        code = run_copies(cmd + list(args.args), args.nproc, nnodes=args.nnodes,
+                          node_rank=args.node_rank, master_addr=args.master_addr, port=port,
+                          log_dir=args.log_dir, grace=args.grace, extra_env=keys,
+                          signalled=signalled)
+    finally:
+        if key is not None and not args.cluster_key:  # the key this run made
+            shutil.rmtree(Path(keys[ENV_KEY]).parent, ignore_errors=True)
+    if not signalled:  # Ctrl-C already said its one line
+        print(spmd_line(args.script, args.nproc, world, time.monotonic() - t0, code == 0),
+              flush=True)
+    return code
 
 
 def run_copies(cmd: list[str], nproc: int, *, nnodes: int = 1, node_rank: int = 0,
                master_addr: str = "127.0.0.1", port: int, log_dir: str | None = None,
-               grace: float = 2.0) -> int:
-    """Start ``nproc`` copies of ``cmd`` with the rank variables set; supervise them."""
+               grace: float = 2.0, extra_env: dict[str, str] | None = None,
+               signalled: list[int] | None = None) -> int:
+    """Start ``nproc`` copies of ``cmd`` with the rank variables (and ``extra_env``: the
+    run's key file) set; supervise them.  A stopping signal is appended to ``signalled``."""
     world = nnodes * nproc
     sup = Supervisor(log_dir, sys.stdout, grace)
     for local in range(nproc):
         rank = node_rank * nproc + local
         env = dict(os.environ, MASTER_ADDR=master_addr, MASTER_PORT=str(port),
                    WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(local),
-                   LOCAL_WORLD_SIZE=str(nproc), NODE_RANK=str(node_rank))
+                   LOCAL_WORLD_SIZE=str(nproc), NODE_RANK=str(node_rank), **(extra_env or {}))
         sup.spawn(rank, "localhost", cmd, env)
-    return RunLoop(sup, monitor=None).run()
+    loop = RunLoop(sup, monitor=None)
+    code = loop.run()
+    if signalled is not None and loop.signum:
+        signalled.append(loop.signum)
+    return code

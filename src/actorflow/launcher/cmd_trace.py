@@ -135,6 +135,7 @@ def _ask_live(pid: int, dump_dir: str | None, timeout: float) -> list[str]:
 
     d = Path(dump_dir) if dump_dir else default_dump_dir(pid)
     before = set(d.rglob("*.afdump")) if d.is_dir() else set()
+    _check_catches_usr1(pid)
     try:
         os.kill(pid, signal.SIGUSR1)
     except ProcessLookupError as e:
@@ -154,6 +155,25 @@ def _ask_live(pid: int, dump_dir: str | None, timeout: float) -> list[str]:
     raise WaitTimeout(f"waited {timeout:.1f}s for process {pid} to write a state dump in {d} "
                       "after SIGUSR1 (is it an actorflow run? pass --dump-dir if it traces "
                       "to a directory)")
+
+
+def _check_catches_usr1(pid: int) -> None:
+    """Refuse, before signalling, a process that does not handle SIGUSR1: for it the signal's
+    default action is to terminate, and only actorflow runs (a Session, a worker, a
+    launcher) install the handler that dumps their state."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+    except FileNotFoundError as e:
+        raise TraceError(f"no process {pid} to ask for a state dump") from e
+    except OSError:
+        return  # no /proc (not Linux): cannot tell, keep the old behaviour
+    caught = int(fields.get("SigCgt", "0").strip() or "0", 16)
+    if not caught & (1 << (signal.SIGUSR1 - 1)):
+        name = fields.get("Name", "?").strip()
+        raise TraceError(f"process {pid} ({name}) is not an actorflow run: it does not handle "
+                         "SIGUSR1, which would kill it; nothing was sent. Pass the pid of a "
+                         "flowlaunch launcher or worker, or of a Python process with a Session")
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from actorflow.launcher.keys import add_key_options, setup_key
 from actorflow.launcher.rankenv import resolve_rank_env
-from actorflow.launcher.trace_options import add_trace_options
+from actorflow.launcher.trace_options import add_trace_options, check_trace_dir
 from actorflow.launcher.worker import WorkerConfig, run_worker
 
 EPILOG = """\
@@ -55,6 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--heartbeat-timeout", type=float, default=2.0,
                    help="rank 0: seconds without heartbeat before a machine is lost (default: 2)")
     add_trace_options(p)
+    add_key_options(p, reads_file=True)
+    p.add_argument("--master-bind-all", action="store_true",
+                   help="rank 0: the master listens on every interface (default: only the "
+                        "address in --master / MASTER_ADDR)")
     p.add_argument("--exit-on-stdin-eof", action="store_true",
                    help="stop (cleanly) when stdin closes: set by `flowlaunch run`, whose ssh "
                         "channel is this worker's stdin")
@@ -65,6 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     env = resolve_rank_env(args.rank, args.world_size, args.master, os.environ)
+    check_trace_dir(args, own=f"machine-{env.rank}")
+    setup_key(args, make=False)  # before stdin becomes the launcher's liveness channel
     cfg = WorkerConfig(
         rank=env.rank, world_size=env.world_size, master_host=env.master_host,
         master_port=env.master_port, target=args.plan, unit=args.unit, pieces=args.pieces,
@@ -72,5 +79,5 @@ def main(args: argparse.Namespace) -> int:
         out=args.out, connect_timeout=args.connect_timeout, join_timeout=args.join_timeout,
         heartbeat_timeout=args.heartbeat_timeout, trace=args.trace,
         stall_timeout=args.stall_timeout, monitor=args.monitor,
-        exit_on_stdin_eof=args.exit_on_stdin_eof)
+        exit_on_stdin_eof=args.exit_on_stdin_eof, master_bind_all=args.master_bind_all)
     return run_worker(cfg)

@@ -11,21 +11,31 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from actorflow.errors import LaunchError
 from actorflow.launcher.jobfile import job_check, load_target, runnable_check
+from actorflow.launcher.keys import (
+    ENV_INSECURE,
+    add_key_options,
+    key_line,
+    setup_key,
+    write_private,
+)
 from actorflow.launcher.monitor import Monitor
 from actorflow.launcher.outputs import outputs_from_results, run_check, save_outputs
-from actorflow.launcher.report import summary_json
+from actorflow.launcher.report import summary_json, summary_line
 from actorflow.launcher.run_loop import RunLoop
 from actorflow.launcher.supervisor import Supervisor
-from actorflow.launcher.trace_options import add_trace_options, trace_worker_args
+from actorflow.launcher.trace_options import add_trace_options, check_trace_dir, trace_worker_args
+from actorflow.plan.memory import bytes_per_machine, check_fits
 from actorflow.plan.model import Plan
-from actorflow.trace.recorder import default_dump_dir
+from actorflow.trace.recorder import default_dump_dir, prune_dumps
 
 # spawner(rank, host, worker_args, env) -> (argv, env) of the local process to start
 Spawner = Callable[[int, str, list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
@@ -61,6 +71,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--join-timeout", type=float, default=60.0,
                    help="seconds for every worker to join the master (default 60)")
     add_trace_options(p)
+    add_key_options(p, reads_file=False)
 
 
 def load_checked(target: str, machines: int) -> Plan:
@@ -78,13 +89,24 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
         raise LaunchError(f"--pieces must be at least 1, got {args.pieces}")
     if args.out and not Path(args.out).resolve().parent.is_dir():
         raise LaunchError(f"--out {args.out}: directory {Path(args.out).parent} does not exist")
+    check_trace_dir(args)
     plan = load_checked(args.plan, n)
+    if all(h == "127.0.0.1" for h in cluster.hosts):  # every machine's regsts on this host
+        check_fits(sum(bytes_per_machine(plan).values()),
+                   f"{args.plan} on {n} simulated machines")
     check = job_check(args.plan)
     run_id = secrets.token_hex(4)
+    prune_dumps()  # flight dumps of old runs: keep the newest $ACTORFLOW_KEEP_DUMPS
+    key = setup_key(args, make=True)  # this run's CURVE key (the monitor uses it too)
     console = sys.stderr if args.json else sys.stdout
     sup = Supervisor(args.log_dir, console, args.grace)
     master = f"{cluster.master_host}:{cluster.master_port}"
     try:
+        key_args, stdin_data = [], None
+        if key is not None and cluster.stdin_link:  # remote: the ssh session's stdin
+            key_args, stdin_data = ["--cluster-key", "-"], key_line(key)
+        elif key is not None:  # local: a file only this user can read
+            key_args = ["--cluster-key", str(write_private(key, run_id))]
         for rank, host in enumerate(cluster.hosts):
             wargs = ["worker", "--rank", str(rank), "--world-size", str(n), "--master", master,
                      "--unit", args.unit, "--run-id", run_id,
@@ -99,17 +121,21 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
             if cluster.stdin_link:
                 wargs.append("--exit-on-stdin-eof")
             wargs += trace_worker_args(args)
+            wargs += key_args
             env = dict(os.environ, ACTORFLOW_RUN_ID=run_id, PYTHONUNBUFFERED="1",
                        ACTORFLOW_DUMP_DIR=str(default_dump_dir(os.getpid())))
+            if key is None:
+                env[ENV_INSECURE] = "1"
             argv, env = cluster.spawner(rank, host, wargs, env)
-            sup.spawn(rank, host, argv, env, stdin_link=cluster.stdin_link)
+            sup.spawn(rank, host, argv, env, stdin_link=cluster.stdin_link,
+                      stdin_data=stdin_data)
         monitor = Monitor(cluster.master_host, cluster.master_port, n, sys.stderr,
                           show_progress=not args.quiet)
         loop = RunLoop(sup, monitor, timeout=args.timeout)
         code = loop.run()
     finally:
         sup.teardown()
-        _unlink_shm(run_id)
+        remove_leftovers(run_id)
     final = monitor.final
     if code == 0 and final is None:
         print("flowlaunch: run failed: rank 0 exited without sending the final summary",
@@ -132,32 +158,26 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     if args.json:
         print(summary_json(summary, sup.children, extra))
     elif code == 0 or final is not None:
-        print(_summary_line(plan.job.name, n, summary, extra), file=sys.stdout)
+        print(summary_line(plan.job.name, n, summary, extra), file=sys.stdout)
     return code
 
 
-def _summary_line(job: str, n: int, summary: dict, extra: dict) -> str:
-    line = (f"{job}: {summary.get('pieces', 0)} pieces on {n} machine{'s' * (n > 1)} in "
-            f"{summary.get('wall_seconds', 0.0):.2f}s "
-            f"({summary.get('pieces_per_second', 0.0):.1f} pieces/s)")
-    if "check" in extra:
-        line += f"; {extra['check']}"
-    if "out" in extra:
-        line += f"; outputs saved to {extra['out']}"
-    if not extra.get("ok"):
-        line += "; FAILED"
-    return line
-
-
-def _unlink_shm(run_id: str) -> None:
-    """Shared memory of this run that a killed worker could not unlink."""
-    try:
-        names = os.listdir("/dev/shm")
-    except OSError:
-        return
-    for name in names:
-        if name.startswith("actorflow") and run_id in name:
+def remove_leftovers(run_id: str) -> None:
+    """Shared memory and ipc socket directories of this run that a killed worker (or unit
+    process) could not remove itself; called on every exit path of the launcher."""
+    for base, is_dir in (("/dev/shm", False), (tempfile.gettempdir(), True)):
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            if not (name.startswith("actorflow") and run_id in name):
+                continue
+            path = os.path.join(base, name)
             try:
-                os.unlink(os.path.join("/dev/shm", name))
+                if is_dir and os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                elif not is_dir:
+                    os.unlink(path)
             except OSError:
                 pass

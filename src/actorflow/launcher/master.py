@@ -35,6 +35,7 @@ from actorflow.launcher.store import Store
 from actorflow.plan.io import plan_to_bytes
 from actorflow.plan.model import Plan
 from actorflow.plan.shares import machine_shares, peer_machines
+from actorflow.transport.auth import secure_server, stop_zap
 
 HEARTBEAT_EVERY = 0.5
 MONITOR_WAIT = 10.0  # seconds a run waits for the launcher's monitor before starting anyway
@@ -63,7 +64,7 @@ class ControlMaster:
     def __init__(self, world_size: int, plan: Plan | Callable[[int], Plan] | None,
                  host: str, port: int, *, run_id: str = "", pieces: int | None = None,
                  heartbeat_timeout: float = 2.0, join_timeout: float = 60.0,
-                 expect_monitor: bool = False,
+                 expect_monitor: bool = False, bind_all: bool = False,
                  log: Callable[[str], None] | None = None) -> None:
         self.world_size = world_size
         self.host, self.port = host, port
@@ -72,6 +73,7 @@ class ControlMaster:
         self.heartbeat_timeout = heartbeat_timeout
         self.join_timeout = join_timeout
         self.expect_monitor = expect_monitor
+        self.bind_all = bind_all  # listen on every interface, not only the advertised one
         self.t_ready = 0.0
         self.log = log or (lambda s: None)
         self.setup_error = ""
@@ -106,6 +108,7 @@ class ControlMaster:
         self._last_progress = 0.0
         self._final_acked = False
         self._closing = False
+        self.ignored: dict[bytes, int] = {}  # peer identity -> malformed messages dropped
 
     # -- public --------------------------------------------------------------------------
     @property
@@ -115,15 +118,21 @@ class ControlMaster:
 
     def start(self) -> str:
         ip = resolve(self.host)
-        if ip.startswith("127.") and self.host not in ("localhost", ip):
-            # a host name mapped to loopback (Debian's 127.0.1.1): remote workers could not
-            # reach it there, so listen on every interface instead
+        if self.bind_all:
             ip = "0.0.0.0"
+        elif ip.startswith("127.") and self.host not in ("localhost", ip):
+            # a host name mapped to loopback (Debian's 127.0.1.1): remote workers cannot
+            # reach it there; listening everywhere is the user's call, not ours
+            self.log(f"listening on {ip} only ({self.host} resolves to loopback): workers on "
+                     "other hosts cannot reach it; pass --master-bind-all or an address "
+                     "of this host's network interface as the master")
         addr = f"tcp://{ip}:{self.port}"
         try:
+            secure_server(self._sock)  # CURVE with the run's key (none: --insecure)
             self._sock.bind(addr)
         except zmq.ZMQError as e:
             self._sock.close(0)
+            stop_zap(self._ctx)
             self._ctx.term()
             if e.errno == zmq.EADDRINUSE:
                 raise LaunchError(f"master port {self.port} on {self.host} is already in use; "
@@ -146,6 +155,7 @@ class ControlMaster:
         if self._thread is not None:
             self._thread.join(5.0)
         self._sock.close(linger=500)  # enough to flush a last abort/shutdown to workers
+        stop_zap(self._ctx)
         self._ctx.term()
 
     def summary(self) -> dict:
@@ -179,17 +189,29 @@ class ControlMaster:
             if poller.poll(100):
                 sock = self._sock
                 while int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:  # no zmq.Again exceptions
-                    ident, data = sock.recv_multipart()
+                    frames = sock.recv_multipart()
+                    if len(frames) != 2:  # identity + one message: anything else is dropped
+                        self._ignore(frames[0], f"a control message of {len(frames) - 1} "
+                                                "frames (expected 1)")
+                        continue
+                    ident, data = frames
                     try:
                         self._handle(ident, wire.unpack(data, f"peer {ident!r}"))
                     except TransportError as e:  # a stranger's bytes must not end the run
-                        self.log(f"ignored: {e}")
-                    except (KeyError, TypeError, ValueError) as e:
-                        self.log(f"ignored a malformed control message from {ident!r}: "
-                                 f"{type(e).__name__}: {e}")
+                        self._ignore(ident, str(e))
+                    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+                        self._ignore(ident, f"a malformed control message: "
+                                            f"{type(e).__name__}: {e}")
             self._tick(time.monotonic())
         if self.phase == "aborted":
             self._drain_byes(3.0)
+
+    def _ignore(self, ident: bytes, what: str) -> None:
+        """Drop a malformed message: counted per peer, logged the first time only."""
+        n = self.ignored.get(ident, 0) + 1
+        self.ignored[ident] = n
+        if n == 1:
+            self.log(f"ignored {what[:200]} (from {ident!r:.40}; later ones are only counted)")
 
     def _tick(self, now: float) -> None:
         if now - self._last_hb >= HEARTBEAT_EVERY:

@@ -17,6 +17,7 @@ import zmq
 from actorflow.launcher import wire
 from actorflow.launcher.ports import resolve
 from actorflow.launcher.report import progress_line
+from actorflow.transport.auth import secure_client
 
 
 class Monitor:
@@ -32,6 +33,7 @@ class Monitor:
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.linger = 500
+        secure_client(self._sock)
         self._sock.connect(f"tcp://{resolve(master_host)}:{master_port}")
         self._last_watch = 0.0
 

@@ -82,3 +82,23 @@ def summary_json(summary: dict, children: Sequence[Child], extra: dict[str, Any]
     }
     doc.update({k: v for k, v in extra.items() if k != "ok"})
     return json.dumps(doc, sort_keys=True)
+
+
+def spmd_line(script: str, ranks: int, world: int, seconds: float, ok: bool) -> str:
+    """SPMD mode's last line: the scripts have no pieces, so ranks and time."""
+    where = f"{ranks} rank{'s' * (ranks > 1)}" + (f" of {world}" if world != ranks else "")
+    return f"{script}: {where} in {seconds:.2f}s" + ("" if ok else "; FAILED")
+
+
+def summary_line(job: str, n: int, summary: dict, extra: dict) -> str:
+    """The last line of every mode (sim, run, worker, SPMD): what ran, how fast, ok or not."""
+    line = (f"{job}: {summary.get('pieces', 0)} pieces on {n} machine{'s' * (n > 1)} in "
+            f"{summary.get('wall_seconds', 0.0):.2f}s "
+            f"({summary.get('pieces_per_second', 0.0):.1f} pieces/s)")
+    if "check" in extra:
+        line += f"; {extra['check']}"
+    if "out" in extra:
+        line += f"; outputs saved to {extra['out']}"
+    if not extra.get("ok"):
+        line += "; FAILED"
+    return line

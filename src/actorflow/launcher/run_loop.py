@@ -14,9 +14,12 @@ import sys
 import time
 from typing import Any
 
+from actorflow.actors.procstate import is_stopped
 from actorflow.launcher.monitor import Monitor
 from actorflow.launcher.report import failure_table, headline, root_cause
 from actorflow.launcher.supervisor import Supervisor
+
+FROZEN_AFTER = 1.0  # s a child may stay stopped before the run is failed and it blamed
 
 
 class RunLoop:
@@ -29,6 +32,7 @@ class RunLoop:
         self.signum = 0
         self.failed = False
         self.timed_out = False
+        self.frozen: list = []  # children found stopped (SIGSTOP) when the run failed
 
     @property
     def master_error(self) -> dict | None:
@@ -48,6 +52,18 @@ class RunLoop:
             except (ProcessLookupError, PermissionError):
                 pass
 
+    def _frozen_child(self, since: dict[int, float]) -> bool:
+        """A child stopped (SIGSTOP) for ``FROZEN_AFTER`` s: the run cannot go on, and the
+        ranks that would time out waiting for it are not the cause."""
+        now = time.monotonic()
+        for c in self.sup.running():
+            if not is_stopped(c.pid):
+                since.pop(c.rank, None)
+            elif now - since.setdefault(c.rank, now) >= FROZEN_AFTER:
+                self.frozen = [c]
+                return True
+        return False
+
     def run(self) -> int:
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         old[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, self._forward_usr1)
@@ -63,6 +79,7 @@ class RunLoop:
         sup, mon = self.sup, self.monitor
         t0 = time.monotonic()
         t_fail = 0.0
+        stopped_since: dict[int, float] = {}
         while sup.running():
             if mon is not None:
                 mon.poll(0.05)
@@ -70,28 +87,40 @@ class RunLoop:
                 time.sleep(0.05)
             sup.poll()
             if self.signum:
-                print(f"flowlaunch: got {signal.Signals(self.signum).name}; stopping ranks",
-                      file=sys.stderr, flush=True)
+                sup.muted = True  # one line for a Ctrl-C, not one per rank
+                print(f"flowlaunch: interrupted by {signal.Signals(self.signum).name}; stopped "
+                      f"{len(sup.running())} rank(s)", file=sys.stderr, flush=True)
                 sup.signal_all(self.signum)
                 sup.teardown()
                 return 128 + self.signum
             if not t_fail and sup.first_failure() is not None:
                 t_fail = time.monotonic()
+                # a stopped rank neither exits nor reports: the ranks that lost it fail
+                # first, so look for it now, before teardown kills it
+                self.frozen = [c for c in sup.running() if is_stopped(c.pid)]
             if t_fail and time.monotonic() - t_fail > self.settle:
+                break
+            if not t_fail and self._frozen_child(stopped_since):
                 break
             if self.timeout and time.monotonic() - t0 > self.timeout:
                 self.timed_out = True
                 break
         if mon is not None:  # rank 0 sends the final summary just before it exits
             deadline = time.monotonic() + 0.5
-            while mon.final is None and time.monotonic() < deadline and not t_fail:
+            while (mon.final is None and time.monotonic() < deadline and not t_fail
+                   and not self.frozen):
                 mon.poll(0.05)
         sup.teardown()
         err = self.master_error
-        self.failed = self.timed_out or any(c.failed for c in sup.children) or bool(err)
+        self.failed = (self.timed_out or bool(self.frozen) or bool(err)
+                       or any(c.failed for c in sup.children))
         if self.failed:
             if self.timed_out:  # exits after the timeout are the teardown, not a cause
                 root, line = None, f"run exceeded --timeout {self.timeout:g}s"
+            elif self.frozen and not (err and t_fail):
+                root = self.frozen[0]
+                line = (f"process stopped (frozen for {FROZEN_AFTER:g}s or more, e.g. "
+                        "SIGSTOP): its machine can make no progress")
             else:
                 root, line = root_cause(sup.children, err)
             print(headline(root, line), file=sys.stderr)

@@ -85,12 +85,14 @@ class Supervisor:
         self.grace = grace
         self.children: list[Child] = []
         self._console_lock = threading.Lock()
+        self.muted = False  # after Ctrl-C: ranks' goodbyes go to their logs, not the console
 
     # -- starting --------------------------------------------------------------------------
     def spawn(self, rank: int, host: str, argv: list[str], env: dict[str, str],
-              stdin_link: bool = False) -> Child:
-        """Start one child.  ``stdin_link``: give it a stdin pipe we never write and close
-        only at teardown (or by dying), so a remote worker behind ssh sees EOF and stops."""
+              stdin_link: bool = False, stdin_data: bytes | None = None) -> Child:
+        """Start one child.  ``stdin_link``: give it a stdin pipe that we close only at
+        teardown (or by dying), so a remote worker behind ssh sees EOF and stops;
+        ``stdin_data`` (the cluster key line) is written into it first."""
         log = None
         if self.log_dir is not None:
             log = open(self.log_dir / f"rank{rank}.log", "w", buffering=1)
@@ -98,6 +100,12 @@ class Supervisor:
         popen = subprocess.Popen(
             argv, env=env, stdin=stdin, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
+        if stdin_data is not None and popen.stdin is not None:
+            try:
+                popen.stdin.write(stdin_data)
+                popen.stdin.flush()
+            except OSError:
+                pass  # it died at once: poll() reports it like any other exit
         child = Child(rank, host, argv, popen, log, time.monotonic())
         child.reader = threading.Thread(target=self._read, args=(child,),
                                         name=f"flowlaunch-log-{rank}", daemon=True)
@@ -118,6 +126,8 @@ class Supervisor:
                 child.in_traceback = line.startswith("Traceback")
             if child.log is not None:
                 child.log.write(line + "\n")
+            if self.muted:
+                continue
             with self._console_lock:
                 print(f"[rank {child.rank}] {line}", file=self.console, flush=True)
         child.popen.stdout.close()
@@ -163,6 +173,7 @@ class Supervisor:
         grace = self.grace if grace is None else grace
         if self.running():
             self.signal_all(signal.SIGTERM)
+            self.signal_all(signal.SIGCONT)  # a stopped (frozen) child must run to clean up
             self.wait_all(grace)
         self.signal_all(signal.SIGKILL)
         self.wait_all(5.0)

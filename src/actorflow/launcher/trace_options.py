@@ -17,9 +17,29 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", metavar="DIR",
                    help="record every event; each machine writes DIR/machine-<m>.aftrace "
                         "(use a fresh DIR per run; read with `flowlaunch trace ...`)")
+    p.add_argument("--force", action="store_true",
+                   help="record into a --trace DIR that already holds files (they mix with "
+                        "this run's; `trace` tools would merge both)")
     p.add_argument("--stall-timeout", type=float, metavar="SECONDS",
                    help="watchdog: fail the run when no actor progressed for this long, "
                         "with a why-stuck report and a flight-recorder dump")
+
+
+def check_trace_dir(args: argparse.Namespace, own: str | None = None) -> None:
+    """Refuse a ``--trace`` directory holding another run's files unless ``--force``: the
+    trace tools merge every file of a directory, so two runs would silently mix.  ``own``
+    (a worker's ``machine-<rank>``) narrows the check to the files this process writes."""
+    trace = getattr(args, "trace", None)
+    if not trace or getattr(args, "force", False):
+        return
+    d = Path(trace)
+    if not d.is_dir():
+        return
+    found = sorted(p.name for p in d.iterdir() if own is None or p.name.startswith(own))
+    if found:
+        raise TraceError(f"--trace {trace}: the directory is not empty ({len(found)} entries, "
+                         f"e.g. {found[0]}); use a fresh directory, or pass --force to record "
+                         "into it anyway")
 
 
 def trace_worker_args(args: argparse.Namespace) -> list[str]:
@@ -27,6 +47,8 @@ def trace_worker_args(args: argparse.Namespace) -> list[str]:
     out: list[str] = []
     if getattr(args, "trace", None):
         out += ["--trace", str(Path(args.trace).resolve())]
+        if getattr(args, "force", False):
+            out.append("--force")
     if getattr(args, "stall_timeout", None) is not None:
         if args.stall_timeout <= 0:
             raise TraceError(f"--stall-timeout must be > 0 seconds, got {args.stall_timeout}")

@@ -42,6 +42,7 @@ class WorkerConfig:
     master_host: str
     master_port: int
     target: str | None = None   # rank 0: the plan or job file to load
+    master_bind_all: bool = False  # rank 0: the master listens on every interface
     unit: str = "thread"
     pieces: int | None = None
     run_id: str = ""
@@ -68,8 +69,17 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # SIGHUP: ssh -t
 
 def _on_signal(signum: int, frame: Any) -> None:
     for s in _STOP_SIGNALS:  # the first signal unwinds; later ones wait
-        signal.signal(s, signal.SIG_IGN)
+        _set_handler(s, signal.SIG_IGN)
     raise _Signalled(signum)
+
+
+def _set_handler(s: int, handler: Any) -> None:
+    """signal.signal that tolerates a second signal arriving meanwhile (Ctrl-C, then the
+    launcher's SIGTERM): CPython raises OSError "ignored due to race condition" there."""
+    try:
+        signal.signal(s, handler)
+    except OSError:
+        pass
 
 
 def _watch_stdin() -> None:
@@ -118,6 +128,7 @@ def run_worker(cfg: WorkerConfig) -> int:
                                    cfg.master_port, run_id=cfg.run_id, pieces=cfg.pieces,
                                    heartbeat_timeout=cfg.heartbeat_timeout,
                                    join_timeout=cfg.join_timeout, expect_monitor=cfg.monitor,
+                                   bind_all=cfg.master_bind_all,
                                    log=lambda s: log(f"master: {s}"))
             master.start()
         client = ControlClient(cfg.master_host, cfg.master_port, cfg.rank, cfg.world_size,
@@ -137,7 +148,7 @@ def run_worker(cfg: WorkerConfig) -> int:
                 code = EXIT_FAILED
         finally:
             for s, h in old.items():
-                signal.signal(s, h)
+                _set_handler(s, h)
     return code
 
 
@@ -152,8 +163,15 @@ def _finish(cfg: WorkerConfig, master: ControlMaster | None, client: ControlClie
         except ActorflowError as e:
             if wait >= 10.0:  # after a signal, cutting the master short is the point
                 log(f"master: {e}")
-        ok = master.summary()["ok"]
+        summary = master.summary()
+        ok = summary["ok"]
         master.close()
+        if not cfg.monitor:  # standalone (Slurm, SPMD): no launcher prints the last line
+            from actorflow.launcher.report import summary_line
+
+            name = master.plan.job.name if master.plan is not None else str(cfg.target)
+            extra = {"ok": ok, **({"out": cfg.out} if cfg.out and ok else {})}
+            print(summary_line(name, cfg.world_size, summary, extra), flush=True)
         if cfg.out and ok:
             from actorflow.launcher.outputs import outputs_from_results, save_outputs
 

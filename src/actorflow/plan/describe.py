@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from actorflow.plan.memory import bytes_per_machine, fmt_bytes
 from actorflow.plan.model import Plan, RegstDesc, Task
 from actorflow.protocol.kinds import KINDS
 
@@ -69,6 +70,10 @@ def show(plan: Plan) -> str:
     for name in sorted({t.task_type for t in plan.tasks}):
         what = KINDS.get(name).description if name in KINDS else "(unknown task type)"
         lines.append(f"  {name}: {what}")
+    need = bytes_per_machine(plan)
+    lines.append("regst memory (register_num x blob bytes, receive mirrors included): "
+                 + ", ".join(f"machine {m} {fmt_bytes(n)}" for m, n in sorted(need.items()))
+                 + f"; all machines {fmt_bytes(sum(need.values()))}")
     sbp = plan.ctrl.get("sbp")
     if sbp:
         lines.append("sbp signatures:")

@@ -18,6 +18,7 @@ from actorflow.errors import PlanLoadError
 from actorflow.plan.model import SCHEMA_VERSION, Plan
 
 FORMAT = "actorflow-plan"
+MAX_PLAN_BYTES = 512 << 20  # a plan is structure, not data: bigger is not a plan
 
 
 def plan_to_bytes(plan: Plan) -> bytes:
@@ -45,10 +46,14 @@ def _plan_from_doc(doc: Any, source: str) -> Plan:
             f"{source}: plan schema version {version!r} is not supported "
             f"(this actorflow reads version {SCHEMA_VERSION})"
         )
+    if "plan" not in doc:
+        raise PlanLoadError(f"{source}: missing the 'plan' map")
     try:
         return Plan.from_dict(doc["plan"])
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise PlanLoadError(f"{source}: plan structure is corrupt: {type(e).__name__}: {e}") from e
+    except PlanLoadError as e:  # names the field; add the file
+        raise PlanLoadError(f"{source}: {e}") from e
+    except RecursionError as e:
+        raise PlanLoadError(f"{source}: plan structure is nested too deeply") from e
 
 
 def save_plan(plan: Plan, path: str | os.PathLike) -> Path:
@@ -63,13 +68,17 @@ def save_plan(plan: Plan, path: str | os.PathLike) -> Path:
 def load_plan(path: str | os.PathLike, validate: bool = True) -> Plan:
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_PLAN_BYTES:
+            raise PlanLoadError(f"{path}: plan file is {size} bytes; the limit is "
+                                f"{MAX_PLAN_BYTES} (a plan holds no tensor data)")
         data = path.read_bytes()
     except OSError as e:
         raise PlanLoadError(f"{path}: cannot read plan file: {e.strerror or e}") from e
     if path.suffix == ".json":
         try:
             doc = json.loads(data)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise PlanLoadError(f"{path}: not valid JSON: {e}") from e
         plan = _plan_from_doc(doc, str(path))
     else:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from actorflow.errors import PlanLoadError
 from actorflow.kernels.blob import BlobDesc
+from actorflow.plan import fields as f
 
 SCHEMA_VERSION = 1
 
@@ -29,8 +31,12 @@ class BlobRef:
         return [self.regst_desc_id, self.blob]
 
     @classmethod
-    def from_list(cls, v: list) -> BlobRef:
-        return cls(int(v[0]), str(v[1]))
+    def from_list(cls, v: Any, where: str = "blob ref") -> BlobRef:
+        items = f.as_list(v, where)
+        if len(items) != 2:
+            raise PlanLoadError(f"{where}: expected [regst_desc_id, blob name], got "
+                                  f"{len(items)} items")
+        return cls(f.as_int(items[0], f"{where}[0]"), f.as_str(items[1], f"{where}[1]"))
 
 
 @dataclass
@@ -58,15 +64,23 @@ class RegstDesc:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> RegstDesc:
+    def from_dict(cls, d: Any, where: str = "regst desc") -> RegstDesc:
+        d = f.as_map(d, where)
+        blobs = {}
+        for k, v in f.str_keys(f.get_map(d, "blobs", where), f"{where}.blobs").items():
+            bw = f"{where}.blobs[{k!r}]"
+            b = f.as_map(v, bw)
+            blobs[k] = BlobDesc(tuple(f.int_list(f.get_list(b, "shape", bw, True), f"{bw}.shape")),
+                                f.get_str(b, "dtype", bw))
         return cls(
-            regst_desc_id=int(d["regst_desc_id"]),
-            producer_task_id=int(d["producer_task_id"]),
-            consumer_task_ids=[int(x) for x in d["consumer_task_ids"]],
-            register_num=int(d["register_num"]),
-            blobs={k: BlobDesc.from_dict(v) for k, v in d.get("blobs", {}).items()},
-            mem_case=str(d.get("mem_case", "host")),
-            is_ctrl=bool(d.get("is_ctrl", False)),
+            regst_desc_id=f.get_int(d, "regst_desc_id", where),
+            producer_task_id=f.get_int(d, "producer_task_id", where),
+            consumer_task_ids=f.int_list(f.get_list(d, "consumer_task_ids", where, True),
+                                         f"{where}.consumer_task_ids"),
+            register_num=f.get_int(d, "register_num", where),
+            blobs=blobs,
+            mem_case=f.get_str(d, "mem_case", where, "host"),
+            is_ctrl=f.get_bool(d, "is_ctrl", where),
         )
 
 
@@ -80,8 +94,10 @@ class KernelConf:
         return {"op_name": self.op_name, "op_type": self.op_type, "attrs": dict(self.attrs)}
 
     @classmethod
-    def from_dict(cls, d: dict) -> KernelConf:
-        return cls(str(d["op_name"]), str(d["op_type"]), dict(d.get("attrs", {})))
+    def from_dict(cls, d: Any, where: str = "kernel") -> KernelConf:
+        d = f.as_map(d, where)
+        return cls(f.get_str(d, "op_name", where), f.get_str(d, "op_type", where),
+                   f.plain(f.get_map(d, "attrs", where), f"{where}.attrs"))
 
 
 @dataclass
@@ -110,12 +126,15 @@ class ExecNode:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> ExecNode:
-        return cls(
-            KernelConf.from_dict(d["kernel"]),
-            {k: BlobRef.from_list(v) for k, v in d.get("inputs", {}).items()},
-            {k: BlobRef.from_list(v) for k, v in d.get("outputs", {}).items()},
-        )
+    def from_dict(cls, d: Any, where: str = "exec node") -> ExecNode:
+        d = f.as_map(d, where)
+        if "kernel" not in d:
+            raise PlanLoadError(f"{where}: missing field 'kernel'")
+        refs = []
+        for key in ("inputs", "outputs"):
+            m = f.str_keys(f.get_map(d, key, where), f"{where}.{key}")
+            refs.append({k: BlobRef.from_list(v, f"{where}.{key}[{k!r}]") for k, v in m.items()})
+        return cls(KernelConf.from_dict(d["kernel"], f"{where}.kernel"), refs[0], refs[1])
 
 
 @dataclass(frozen=True)
@@ -159,19 +178,24 @@ class Task:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Task:
-        pc = d.get("parallel_ctx", [0, 1])
+    def from_dict(cls, d: Any, where: str = "task") -> Task:
+        d = f.as_map(d, where)
+        pc = f.int_list(d.get("parallel_ctx", [0, 1]), f"{where}.parallel_ctx", length=2)
+        produced = f.str_keys(f.get_map(d, "produced", where), f"{where}.produced")
+        consumed = f.str_keys(f.get_map(d, "consumed", where), f"{where}.consumed")
         return cls(
-            task_id=int(d["task_id"]),
-            task_type=str(d["task_type"]),
-            machine_id=int(d["machine_id"]),
-            thrd_id=int(d["thrd_id"]),
-            name=str(d.get("name", "")),
-            exec_sequence=[ExecNode.from_dict(e) for e in d.get("exec_sequence", [])],
-            produced={k: RegstDesc.from_dict(v) for k, v in d.get("produced", {}).items()},
-            consumed={k: [int(x) for x in v] for k, v in d.get("consumed", {}).items()},
-            parallel_ctx=ParallelContext(int(pc[0]), int(pc[1])),
-            attrs=dict(d.get("attrs", {})),
+            task_id=f.get_int(d, "task_id", where),
+            task_type=f.get_str(d, "task_type", where),
+            machine_id=f.get_int(d, "machine_id", where),
+            thrd_id=f.get_int(d, "thrd_id", where),
+            name=f.get_str(d, "name", where, ""),
+            exec_sequence=[ExecNode.from_dict(e, f"{where}.exec_sequence[{i}]")
+                           for i, e in enumerate(f.get_list(d, "exec_sequence", where))],
+            produced={k: RegstDesc.from_dict(v, f"{where}.produced[{k!r}]")
+                      for k, v in produced.items()},
+            consumed={k: f.int_list(v, f"{where}.consumed[{k!r}]") for k, v in consumed.items()},
+            parallel_ctx=ParallelContext(pc[0], pc[1]),
+            attrs=f.plain(f.get_map(d, "attrs", where), f"{where}.attrs"),
         )
 
 
@@ -184,8 +208,9 @@ class MachineInfo:
         return {"count": self.count, "devices_per_machine": self.devices_per_machine}
 
     @classmethod
-    def from_dict(cls, d: dict) -> MachineInfo:
-        return cls(int(d.get("count", 1)), int(d.get("devices_per_machine", 1)))
+    def from_dict(cls, d: Any, where: str = "machines") -> MachineInfo:
+        d = f.as_map(d, where)
+        return cls(f.get_int(d, "count", where, 1), f.get_int(d, "devices_per_machine", where, 1))
 
 
 @dataclass
@@ -203,12 +228,12 @@ class JobInfo:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> JobInfo:
-        n = d.get("num_pieces")
-        return cls(
-            str(d.get("name", "job")), None if n is None else int(n),
-            list(d.get("inputs", [])), list(d.get("outputs", [])), list(d.get("variables", [])),
-        )
+    def from_dict(cls, d: Any, where: str = "job") -> JobInfo:
+        d = f.as_map(d, where)
+        names = [f.str_list(f.get_list(d, k, where), f"{where}.{k}")
+                 for k in ("inputs", "outputs", "variables")]
+        return cls(f.get_str(d, "name", where, "job"), f.get_opt_int(d, "num_pieces", where),
+                   *names)
 
 
 @dataclass
@@ -265,11 +290,14 @@ class Plan:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Plan:
+    def from_dict(cls, d: Any) -> Plan:
+        """Build a Plan from plain data; a malformed field raises ``PlanLoadError`` naming it."""
+        d = f.as_map(d, "plan")
+        tasks = f.get_list(d, "tasks", "plan", required=True)
         return cls(
-            tasks=[Task.from_dict(t) for t in d["tasks"]],
+            tasks=[Task.from_dict(t, f"tasks[{i}]") for i, t in enumerate(tasks)],
             machines=MachineInfo.from_dict(d.get("machines", {})),
             job=JobInfo.from_dict(d.get("job", {})),
-            ctrl=dict(d.get("ctrl", {})),
-            version=int(d.get("version", SCHEMA_VERSION)),
+            ctrl=f.plain(f.get_map(d, "ctrl", "plan"), "ctrl"),
+            version=f.get_int(d, "version", "plan", SCHEMA_VERSION),
         )

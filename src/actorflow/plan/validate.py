@@ -8,11 +8,15 @@ progress (a cycle, or acc/repeat rates that starve a fan-in) is rejected before 
 from __future__ import annotations
 
 import gc
+import re
 
-from actorflow.errors import OpError, PlanValidationError
+from actorflow.errors import ActorflowError, OpError, PlanValidationError
+from actorflow.plan import limits as lim
 from actorflow.plan.model import SCHEMA_VERSION, Plan, RegstDesc, Task
 from actorflow.protocol.kinds import KINDS
 from actorflow.protocol.rules import Structure, article
+
+_MEM_CASE = re.compile(r"^(host|cpu|([a-z][a-z0-9_]{0,15})(?::(\d{1,5}))?)$")
 
 
 def _fail(source: str, msg: str) -> PlanValidationError:
@@ -26,6 +30,13 @@ def validate_plan(plan: Plan, source: str = "", progress: bool = True) -> None:
     gc.disable()
     try:
         _validate(plan, source, progress)
+    except ActorflowError:
+        raise
+    except (RecursionError, MemoryError) as e:
+        raise _fail(source, f"plan too large or deep to validate ({type(e).__name__})") from e
+    except Exception as e:  # a validator bug must still name the plan, never escape raw
+        raise _fail(source, f"validator bug: {type(e).__name__}: {e} (please report; the "
+                    "plan may be malformed in a way no rule names yet)") from e
     finally:
         if enabled:
             gc.enable()
@@ -48,10 +59,16 @@ def _collect(plan: Plan) -> list[str]:
     errs: list[str] = []
     if plan.version != SCHEMA_VERSION:
         errs.append(f"schema version {plan.version} (expected {SCHEMA_VERSION})")
-    if plan.machines.count < 1 or plan.machines.devices_per_machine < 1:
-        errs.append(f"machines {plan.machines} must have count >= 1 and devices >= 1")
+    m = plan.machines
+    if not 1 <= m.count <= lim.MAX_MACHINES or not 1 <= m.devices_per_machine <= lim.MAX_DEVICES:
+        errs.append(f"machines {m} must have count in [1, {lim.MAX_MACHINES}] and "
+                    f"devices_per_machine in [1, {lim.MAX_DEVICES}]")
     if not plan.tasks:
         errs.append("plan has no tasks")
+    n = plan.job.num_pieces
+    if n is not None and not 0 <= n <= lim.MAX_PIECES:
+        errs.append(f"job num_pieces {n} out of range [0, {lim.MAX_PIECES}]")
+    errs.extend(_check_ids(plan))
     tasks: dict[int, Task] = {}
     descs: dict[int, RegstDesc] = {}
     for t in plan.tasks:
@@ -75,15 +92,24 @@ def _collect(plan: Plan) -> list[str]:
         if not 0 <= t.machine_id < plan.machines.count:
             errs.append(f"{where}: machine_id {t.machine_id} out of range "
                         f"[0, {plan.machines.count})")
-        if t.thrd_id < 0:
-            errs.append(f"{where}: thrd_id {t.thrd_id} is negative")
+        pc = t.parallel_ctx
+        if not 0 <= pc.parallel_id < pc.parallel_num:
+            errs.append(f"{where}: parallel_ctx ({pc.parallel_id}, {pc.parallel_num}) needs "
+                        "0 <= parallel_id < parallel_num")
         for d in t.produced.values():
             dw = f"{where}, regst desc {d.regst_desc_id}"
             if d.producer_task_id != t.task_id:
                 errs.append(f"{dw}: producer_task_id is {d.producer_task_id}")
             if d.register_num < 1:
                 errs.append(f"{dw}: register_num {d.register_num} < 1")
+            elif d.register_num > lim.MAX_REGISTER_NUM:
+                errs.append(f"{dw}: register_num {d.register_num} is over the limit "
+                            f"{lim.MAX_REGISTER_NUM} (regsts of one desc, preallocated)")
             errs.extend(f"{dw}: {e}" for e in _check_blobs(d))
+            mem = _MEM_CASE.match(d.mem_case)
+            if not mem or (mem.group(3) and int(mem.group(3)) >= plan.machines.devices_per_machine):
+                errs.append(f"{dw}: mem_case '{d.mem_case[:40]}' is not 'host' or 'DEVICE:i' with "
+                            f"i < devices_per_machine {plan.machines.devices_per_machine}")
             for c in d.consumer_task_ids:
                 if c not in tasks:
                     errs.append(f"{dw}: consumer task {c} does not exist")
@@ -103,6 +129,51 @@ def _collect(plan: Plan) -> list[str]:
                                 f"{descs[i].consumer_task_ids} does not include it")
         errs.extend(_check_exec(t, descs))
         errs.extend(_check_kind(t, structure))
+        errs.extend(_check_numbers(t))
+    return errs
+
+
+def _check_ids(plan: Plan) -> list[str]:
+    """Ids and unit numbers within the limits (message ids are ``task_id << 32 | n``)."""
+    errs = []
+    for t in plan.tasks:
+        where = f"task {t.task_id} ({t.label})"
+        if not 0 <= t.task_id <= lim.MAX_ID:
+            errs.append(f"{where}: task_id out of range [0, {lim.MAX_ID}]")
+        if t.thrd_id < 0:
+            errs.append(f"{where}: thrd_id {t.thrd_id} is negative")
+        elif t.thrd_id > lim.MAX_THRD_ID:
+            errs.append(f"{where}: thrd_id {t.thrd_id} is over the limit {lim.MAX_THRD_ID}")
+        for d in t.produced.values():
+            if not 0 <= d.regst_desc_id <= lim.MAX_ID:
+                errs.append(f"{where}: regst desc id {d.regst_desc_id} out of range "
+                            f"[0, {lim.MAX_ID}]")
+    return errs
+
+
+def _check_numbers(t: Task) -> list[str]:
+    """Rates and piece counts as plain integers within the limits (the dry run and the
+    runtime trust them), and kernels that write every data blob the task hands on."""
+    where = f"task {t.task_id} ({t.label})"
+    errs = []
+    for key in ("acc_num", "repeat_num"):
+        if key in t.attrs or t.task_type == key[:-4]:
+            n = t.attrs.get(key)
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= lim.MAX_RATE:
+                errs.append(f"{where}: attr '{key}' is {n!r:.40}; expected an integer in "
+                            f"[1, {lim.MAX_RATE}]")
+    n = t.attrs.get("piece_num")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int)
+                          or not 0 <= n <= lim.MAX_PIECES):
+        errs.append(f"{where}: attr 'piece_num' is {n!r:.40}; expected null or an integer in "
+                    f"[0, {lim.MAX_PIECES}]")
+    if t.exec_sequence and t.task_type != "input":
+        written = {(r.regst_desc_id, r.blob) for e in t.exec_sequence for r in e.outputs.values()}
+        for d in t.produced.values():
+            missing = [b for b in d.blobs if (d.regst_desc_id, b) not in written]
+            if missing:
+                errs.append(f"{where}: no kernel writes blob '{missing[0]}' of produced regst "
+                            f"desc {d.regst_desc_id}")
     return errs
 
 
@@ -112,12 +183,23 @@ def _check_blobs(d: RegstDesc) -> list[str]:
 
     errs = []
     for name, b in d.blobs.items():
-        if any(not isinstance(s, int) or s < 0 for s in b.shape):
-            errs.append(f"blob '{name}' has shape {b.shape}; expected non-negative ints")
+        if len(b.shape) > lim.MAX_DIMS or any(not isinstance(s, int) or s < 0 for s in b.shape):
+            errs.append(f"blob '{name}' has shape {str(b.shape)[:60]}; expected non-negative "
+                        f"ints (at most {lim.MAX_DIMS} of them)")
+            continue
+        elements = 1
+        for s in b.shape:
+            elements *= s
+        if elements > lim.MAX_ELEMENTS:
+            errs.append(f"blob '{name}' has {elements} elements; the limit is {lim.MAX_ELEMENTS}")
         try:
-            np.dtype(b.dtype)
-        except TypeError:
-            errs.append(f"blob '{name}' has unknown dtype '{b.dtype}'")
+            dt = np.dtype(b.dtype)
+        except (TypeError, ValueError, SyntaxError) as e:  # numpy parses some strings as exprs
+            errs.append(f"blob '{name}' has unknown dtype '{str(b.dtype)[:40]}' "
+                        f"({type(e).__name__})")
+            continue
+        if dt.hasobject or dt.kind not in "biufc":
+            errs.append(f"blob '{name}' has dtype '{str(b.dtype)[:40]}'; expected a numeric dtype")
     return errs
 
 
@@ -163,6 +245,10 @@ def _check_exec(t: Task, descs: dict[int, RegstDesc]) -> list[str]:
             inferred = op.infer_checked(k.op_name, ins, k.attrs)
         except OpError as e:
             errs.append(f"task {t.task_id} ({t.label}): {e}")
+            continue
+        except Exception as e:  # attrs come from a file: any type may reach the op's infer
+            errs.append(f"{where}: attrs {k.attrs!r:.80} rejected by the op ({type(e).__name__}: "
+                        f"{e})")
             continue
         for arg, ref in node.outputs.items():
             want = inferred.get(arg)

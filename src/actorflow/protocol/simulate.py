@@ -25,6 +25,7 @@ class SimResult:
     exited: set[int]
     acts: list[Act] = field(default_factory=list)
     messages: int = 0
+    truncated: bool = False  # max_steps ran out with messages still queued
 
     @property
     def stuck(self) -> list[int]:
@@ -37,6 +38,7 @@ def simulate(
     on_act: Callable[[ActorState, Act], None] | None = None,
     pick: Callable[[int], int] | None = None,
     max_steps: int = 10_000_000,
+    keep_acts: bool = True,
 ) -> SimResult:
     """Feed/start ``pieces`` pieces, close, and deliver messages until none is left.
 
@@ -68,7 +70,8 @@ def simulate(
                     res.messages += 1
                     post(a)
                 elif type(a) is Act:
-                    res.acts.append(a)
+                    if keep_acts:
+                        res.acts.append(a)
                     if on_act is not None:
                         on_act(st, a)
                     work.append((st, st.act_done(a)))
@@ -94,21 +97,134 @@ def simulate(
             order.append(key)
         st = states[m.dst]
         run(st, st.handle(m))
+    res.truncated = bool(order)
     return res
 
 
+DRY_RUN_BASE = 400_000  # messages any plan's dry run may use: a few seconds on a busy core
+DRY_RUN_PER_EDGE = 100  # and this many more per task and per producer->consumer edge
+
+
+def _rate(t: Any, key: str) -> int:
+    v = t.attrs.get(key, 1) if t.task_type in ("acc", "repeat") else 1
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else 1
+
+
+def _flows(plan: Plan, pieces: int) -> dict[int, int] | None:
+    """Upper bound of acts (= regsts written) per task for ``pieces`` pieces; None on a cycle.
+
+    Sources and inputs act ``pieces`` times, acc ``n // acc_num + 1`` (a partial group is
+    flushed), repeat ``n * repeat_num``, any other kind at most as often as its busiest input.
+    """
+    producer_of = {d.regst_desc_id: t.task_id for t in plan.tasks for d in t.produced.values()}
+    preds: dict[int, list[int]] = {t.task_id: [producer_of[i] for i in t.consumed_ids()
+                                               if i in producer_of] for t in plan.tasks}
+    succs: dict[int, list[int]] = {tid: [] for tid in preds}
+    for tid, ps in preds.items():
+        for p in ps:
+            succs.setdefault(p, []).append(tid)
+    indeg = {tid: len(ps) for tid, ps in preds.items()}
+    by_id = {t.task_id: t for t in plan.tasks}
+    todo = deque(tid for tid, n in indeg.items() if n == 0)
+    flow: dict[int, int] = {}
+    while todo:
+        tid = todo.popleft()
+        t = by_id[tid]
+        n_in = max((flow.get(p, 0) for p in preds[tid]), default=0)
+        if t.task_type in ("input", "source"):
+            f = pieces
+        elif t.task_type == "acc":
+            f = n_in // _rate(t, "acc_num") + 1
+        elif t.task_type == "repeat":
+            f = n_in * _rate(t, "repeat_num")
+        else:
+            f = n_in
+        flow[tid] = f
+        for s in succs.get(tid, ()):
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                todo.append(s)
+    return flow if len(flow) == len(by_id) else None
+
+
+@dataclass
+class _Desc:
+    regst_desc_id: int
+    register_num: int
+    consumer_task_ids: Any
+
+
+@dataclass
+class _Clamped:
+    """A task whose register_nums are cut to the regsts a dry run can ever write: slots are
+    taken in order from a FIFO, so slots past that count are never touched and the run is
+    the same, but its memory no longer grows with the number written in the plan."""
+
+    task_id: int
+    task_type: str
+    label: str
+    attrs: Any
+    produced: dict[str, _Desc]
+    _consumed: list[int]
+
+    def consumed_ids(self) -> list[int]:
+        return self._consumed
+
+
+def _bounded(plan: Plan, pieces: int, prefix: str) -> tuple[list[_Clamped], int]:
+    """Tasks with clamped register_nums and the delivery budget; refuse a dry run too big."""
+    edges = sum(len(d.consumer_task_ids) for t in plan.tasks for d in t.produced.values())
+    budget = DRY_RUN_BASE + DRY_RUN_PER_EDGE * (len(plan.tasks) + edges)
+    flow = _flows(plan, pieces)
+    if flow is not None:
+        cost = {t.task_id: flow[t.task_id] * (1 + sum(2 * len(d.consumer_task_ids) + 1
+                                                      for d in t.produced.values()))
+                for t in plan.tasks}
+        if sum(cost.values()) > budget:
+            worst = max(plan.tasks, key=lambda t: cost[t.task_id])
+            raise PlanValidationError(
+                f"{prefix}the dry run that proves progress would deliver about "
+                f"{sum(cost.values())} messages, over its budget of {budget} for a plan of this "
+                f"size: task {worst.task_id} ({worst.label}) alone acts up to "
+                f"{flow[worst.task_id]} times for {pieces} pieces. Lower acc_num/repeat_num "
+                "(the dry run feeds 2 x the largest of them)")
+    tasks = []
+    for t in plan.tasks:
+        cap = None if flow is None else max(1, flow[t.task_id])
+        prod = {k: _Desc(d.regst_desc_id,
+                         d.register_num if cap is None else min(d.register_num, cap),
+                         d.consumer_task_ids) for k, d in t.produced.items()}
+        tasks.append(_Clamped(t.task_id, t.task_type, t.label, t.attrs, prod,
+                              list(t.consumed_ids())))
+    return tasks, budget
+
+
+@dataclass
+class _PlanOf:
+    tasks: list[Any]
+
+
 def check_progress(plan: Plan, source: str = "") -> None:
-    """Raise ``PlanValidationError`` naming the stuck actors if the plan cannot drain."""
+    """Raise ``PlanValidationError`` naming the stuck actors if the plan cannot drain.
+
+    Time and memory are bounded by the plan's size: register_nums are clamped to what the
+    dry run can use and the deliveries to a budget, whatever numbers the plan holds.
+    """
     width = 1
     for t in plan.tasks:
-        width = max(width, int(t.attrs.get("acc_num", 1)), int(t.attrs.get("repeat_num", 1)))
+        width = max(width, _rate(t, "acc_num"), _rate(t, "repeat_num"))
     pieces = 2 * width
     prefix = f"{source}: " if source else ""
+    tasks, budget = _bounded(plan, pieces, prefix)
     try:
-        res = simulate(plan, pieces)
+        res = simulate(_PlanOf(tasks), pieces, max_steps=budget, keep_acts=False)
     except ProtocolError as e:
         raise PlanValidationError(f"{prefix}dry run of {pieces} pieces broke the protocol: "
                                   f"{e}") from e
+    if res.truncated:
+        raise PlanValidationError(
+            f"{prefix}the dry run of {pieces} pieces did not finish within its budget of "
+            f"{budget} deliveries; lower acc_num/repeat_num")
     if res.stuck:
         lines = []
         for tid in res.stuck[:6]:

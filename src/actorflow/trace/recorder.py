@@ -288,6 +288,8 @@ class Recorder:
         """Write the flight recorder and every actor's state; returns the dump file."""
         states = list(states)
         d = Path(directory) if directory is not None else self.default_dump_dir()
+        if d.parent == dumps_root():
+            prune_dumps(keep=None)  # make room: the newest runs' dumps stay
         path = write_dump(d, reason, states, self.flight_rows(), plan_info(self.plan),
                           error=error, clock=(self.clock_offset, self.clock_error), tag=self.tag)
         for w in list(self.writers.values()):
@@ -314,11 +316,42 @@ class Recorder:
             w.close()
 
 
+KEEP_DUMPS = 20  # runs whose flight dumps stay in the default directory (ACTORFLOW_KEEP_DUMPS)
+
+
+def dumps_root() -> Path:
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / "actorflow-dumps"
+
+
 def default_dump_dir(pid: int) -> Path:
     """Where a process with no trace dir writes flight dumps (``why-stuck --pid`` looks here)."""
     base = os.environ.get("ACTORFLOW_DUMP_DIR")
     if base:
         return Path(base) / str(pid)
-    import tempfile
+    return dumps_root() / str(pid)
 
-    return Path(tempfile.gettempdir()) / "actorflow-dumps" / str(pid)
+
+def prune_dumps(keep: int | None = None, root: Path | None = None) -> list[Path]:
+    """Remove all but the newest ``keep`` runs' dump directories (one per launcher or
+    Session process) from the default root, so dumps do not pile up forever; returns
+    what was removed.  ``keep`` defaults to ``$ACTORFLOW_KEEP_DUMPS`` or 20."""
+    import shutil
+
+    if keep is None:
+        try:
+            keep = int(os.environ.get("ACTORFLOW_KEEP_DUMPS", KEEP_DUMPS))
+        except ValueError:
+            keep = KEEP_DUMPS
+    root = dumps_root() if root is None else root
+    try:
+        runs = [d for d in root.iterdir() if d.is_dir()]
+        runs.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    except OSError:
+        return []
+    removed = []
+    for d in runs[max(keep, 0):]:
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed

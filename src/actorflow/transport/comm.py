@@ -34,7 +34,7 @@ from actorflow.registry import Registry
 from actorflow.transport import codec
 from actorflow.transport.limits import DEFAULT_LIMITS, Limits
 from actorflow.transport.registry import context, get_backend
-from actorflow.transport.security import NO_SECURITY, Security
+from actorflow.transport.security import NO_SECURITY, Security, default_security
 
 _MORE = zmq.RCVMORE
 _SNDMORE = zmq.SNDMORE
@@ -298,12 +298,12 @@ class Comm(_Endpoint):
 def listen(address: str, pattern: str = "pull", *, security: Security | None = None,
            limits: Limits | None = None, name: str = "") -> Listener:
     """Bind ``address`` (any registered scheme; ``tcp://HOST:0`` picks a free port)."""
-    return Listener(address, pattern, security=security or NO_SECURITY,
+    return Listener(address, pattern, security=security or default_security(),
                     limits=limits or DEFAULT_LIMITS, name=name)
 
 
 def connect(address: str, pattern: str = "push", *, security: Security | None = None,
             limits: Limits | None = None, name: str = "", linger_ms: int = 2000) -> Comm:
     """Connect to a listener at ``address`` (connecting does not wait for it to exist)."""
-    return Comm(address, pattern, security=security or NO_SECURITY,
+    return Comm(address, pattern, security=security or default_security(),
                 limits=limits or DEFAULT_LIMITS, name=name, linger_ms=linger_ms)

@@ -30,3 +30,17 @@ class Security:
 
 
 NO_SECURITY = Security()
+
+
+_default: Security = NO_SECURITY
+
+
+def set_default_security(security: Security) -> None:
+    """The scheme used by every later ``listen``/``connect`` of this process that names
+    none (``transport.auth.use_key`` sets the run's CURVE key here)."""
+    global _default
+    _default = security
+
+
+def default_security() -> Security:
+    return _default

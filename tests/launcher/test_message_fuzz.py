@@ -1,0 +1,98 @@
+"""A message fuzzer against every port of a live run: 0 crashes, 0 hangs, 0 runs that end
+with other pieces or numbers.
+
+Malformed messages (``msg_fuzz.py``) go to every TCP port of a ``flowlaunch sim`` run: the
+master and each machine's data plane (nodes, and unit processes that listen directly).
+Keyed (an authenticated peer, holding the run's key file): a malformed message fails the
+run at once with an error naming it and its peer.  ``--insecure`` (anyone may send): every
+malformed message is dropped and logged once per peer and receiver.  Well-formed forgeries
+(real ids, wrong order) are caught by the protocol's own checks and fail the run clearly.
+Either way: no receiver crash, no traceback, no hang, never exit 0 with wrong output.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import socket
+import time
+
+import pytest
+import zmq
+
+from actorflow.transport.auth import ClusterKey, secure_client
+
+from .helpers import JOBS, cmdline, tagged_pids
+from .jobs.paced_sample import build_plan
+from .msg_fuzz import message
+from .stranger import listening_ports
+from .test_failures import _wait_for_line, _worker_pid
+
+PACED = JOBS / "paced_sample.py"
+OK = re.compile(r"paced_sample: 60 pieces on 2 machines in [\d.]+s .*= 0\.00e\+00 OK")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _fuzz(ports: set[int], master: int, key: ClusterKey | None, seed: int, n: int) -> None:
+    plan = build_plan(2)
+    rng = random.Random(seed)
+    ctx = zmq.Context()
+    socks = {}
+    for port in ports:
+        s = ctx.socket(zmq.DEALER if port == master else zmq.PUSH)
+        s.linger = 0
+        s.sndtimeo = 200
+        if key is not None:
+            secure_client(s, key)
+        s.connect(f"tcp://127.0.0.1:{port}")
+        socks[port] = s
+    try:
+        for _ in range(n):
+            for s in socks.values():
+                try:
+                    s.send_multipart(message(plan, rng))
+                except zmq.ZMQError:
+                    pass
+        time.sleep(0.3)
+    finally:
+        for s in socks.values():
+            s.close()
+        ctx.term()
+
+
+@pytest.mark.parametrize("unit, keyed, seed", [
+    ("thread", True, 1), ("process", True, 2), ("thread", False, 3),
+    pytest.param("process", False, 4, marks=pytest.mark.slow),
+])
+def test_fuzzing_every_port_of_a_live_run(flowlaunch, unit, keyed, seed):
+    port = _free_port()
+    args = ["sim", PACED, "--machines", 2, "--unit", unit, "--master-port", port]
+    tag, p = flowlaunch.start(*args, *([] if keyed else ["--insecure"]))
+    _wait_for_line(p.stderr, "progress:", 30)
+    key = None
+    if keyed:  # an authenticated peer: the same user, reading the run's key file
+        argv = cmdline(_worker_pid(tag, 1))
+        key = ClusterKey.read(argv[argv.index("--cluster-key") + 1])
+    ports = listening_ports(tagged_pids(tag))
+    assert port in ports and len(ports) >= 3, ports
+    _fuzz(ports, port, key, seed, n=60)
+    out, err = p.communicate(timeout=60)  # no hang: it ends either way
+    text = out + err
+    assert "Traceback" not in text and "crashed" not in text, text[-3000:]
+    if p.returncode == 0:
+        assert OK.search(out), out[-2000:]  # finished exactly: every piece, right numbers
+    else:  # failed clearly: one line naming the machine and what broke the rules
+        head = err[err.index("flowlaunch: run failed"):].splitlines()[0]
+        assert re.match(r"flowlaunch: run failed: machine \d \(rank \d", head), head
+        assert any(w in head for w in (
+            "malformed message from peer", "undecodable", "regst desc", "seq", "EORD",
+            "READY", "ACK")), head
+        assert "FAILED" in out or "check" not in out  # never reported as a good run
+    if not keyed:  # strangers' malformed messages were dropped and logged once per peer
+        assert text.count("malformed message from peer 127.0.0.1 dropped") <= 4  # per process
+        assert "malformed message from peer 127.0.0.1 dropped" in text
