@@ -134,7 +134,8 @@ def test_comm_net_on_its_own_machine_and_kernel_less_normal_are_rejected():
     plan = two_machine_plan()
     relu = plan.task(plan.tasks_by_type("comm_net")[0].produced["out"].consumer_task_ids[0])
     relu.exec_sequence.clear()
-    with pytest.raises(PlanValidationError, match=r"a normal task runs kernels, but its exec sequence is empty"):
+    with pytest.raises(PlanValidationError,
+                       match=r"a normal task runs kernels, but its exec sequence is empty"):
         plan.validate()
     plan = two_machine_plan()
     plan.tasks_by_type("normal")[0].task_type = "comm_net"  # relu reads its own machine

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 import zmq
 
 from actorflow.errors import TransportError
