@@ -37,7 +37,6 @@ from actorflow.actors.routing import Router, split_address
 from actorflow.errors import (
     ActorflowError,
     MessageRejected,
-    ProtocolError,
     TransportError,
     WaitTimeout,
 )
@@ -311,8 +310,7 @@ class MachineNode:
                 else:  # only this machine's own unit processes send these
                     try:
                         hosting.unit_message(m)
-                    except (ProtocolError, TransportError, LookupError, TypeError,
-                            ValueError) as e:
+                    except Exception as e:  # a unit report that is not one: never a crash
                         self._malformed(self.inbound.reject(
                             f"{uw.kind_name(m.kind)} message rejected: {e}"))
             except MalformedMessage as e:
