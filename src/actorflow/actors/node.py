@@ -51,6 +51,9 @@ def _builtin_unit_kinds() -> None:
     register_unit_kind("process", ProcessHosting)
 
 
+DeliverBatch = Callable[[Task, list[int], dict], None]
+
+
 # how a node runs its units, by name (``--unit``): factory(node) -> UnitHosting
 UNIT_KINDS: Registry[HostingFactory] = Registry("unit kind", loader=_builtin_unit_kinds)
 
@@ -99,8 +102,11 @@ class MachineNode:
     def __init__(self, plan: Plan, machine_id: int, unit: str = "thread",
                  run_id: str | None = None, recorder: Recorder | None = None,
                  on_deliver: Deliver | None = None, timeout: float = 30.0,
-                 security: Security | None = None) -> None:
-        """``security``: how every socket of this machine authenticates (transport's hook)."""
+                 security: Security | None = None,
+                 on_batch: DeliverBatch | None = None) -> None:
+        """``security``: how every socket of this machine authenticates (transport's hook).
+        ``on_batch(task, piece_ids, arrays)``: output pieces in batches (arrays of shape
+        ``(n, *blob)``, read-only and valid during the call); instead of ``on_deliver``."""
         make_hosting = UNIT_KINDS.get(unit)
         self.view = MachineView(plan, machine_id)
         self.plan = plan
@@ -109,6 +115,7 @@ class MachineNode:
         self.run_id = run_id or secrets.token_hex(4)
         self.recorder = recorder
         self.on_deliver = on_deliver
+        self.on_batch = on_batch
         self.timeout = timeout
         self.name = f"machine {machine_id}"
         self.address: str | None = None
@@ -195,6 +202,18 @@ class MachineNode:
         else:
             addr, _ = self.router.where(msg.dst)
             self.router.send_to(addr, uw.MSG, msg.header(), arrays)
+
+    def delivered(self, task: Task, piece_ids: list[int], arrays: dict) -> None:
+        """A batch of output pieces from a unit (``arrays``: views, valid during the call)."""
+        if self.on_batch is not None:
+            self.on_batch(task, piece_ids, arrays)
+        elif self.on_deliver is not None:
+            for i, p in enumerate(piece_ids):
+                self.on_deliver(task, int(p), {k: a[i].copy() for k, a in arrays.items()})
+
+    def flush_outputs(self) -> None:
+        """Send output pieces that wait in a thread unit's batch (the caller's idle tick)."""
+        self.hosting.flush_outputs()
 
     # -- state -------------------------------------------------------------------------
     @property

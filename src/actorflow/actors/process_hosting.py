@@ -163,10 +163,8 @@ class ProcessHosting:
 
     def unit_message(self, m: Message) -> None:
         kind, body = m.kind, m.body
-        if kind == uw.DELIVER:
-            if self.node.on_deliver is not None:
-                task = self.view.plan.task(int(body[0]))
-                self.node.on_deliver(task, int(body[1]), m.arrays())
+        if kind == uw.DELIVER:  # a batch of output pieces: [task, [piece ids]] + frames
+            self.node.delivered(self.view.plan.task(int(body[0])), body[1], m.views())
         elif kind in (uw.HELLO, uw.CONNECTED, uw.DONE):
             with self._cond:
                 if kind == uw.HELLO:
@@ -185,6 +183,9 @@ class ProcessHosting:
             self.node.fail(error_from_body(body))
         else:
             raise ProtocolError(f"machine {self.mid}: unexpected {uw.kind_name(kind)}")
+
+    def flush_outputs(self) -> None:
+        pass  # unit processes send their batches themselves
 
     # -- failure / end -------------------------------------------------------------------
     def _watch(self) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import msgpack
 
 from actorflow.actors import unit_wire as uw
+from actorflow.actors.delivery import Batcher
 from actorflow.actors.landing import land
 from actorflow.actors.memory import ShmAllocator
 from actorflow.actors.routing import Router
@@ -59,8 +60,10 @@ class ProcessUnit:
         self.recorder = (Recorder.from_config(cfg.get("trace"), plan, tag=f"m{mid}-t{tid}")
                          or Recorder(plan, tag=f"m{mid}-t{tid}"))
         self.rt = rt = MachineRuntime(plan, [mid], allocator=self.alloc,
-                                      on_deliver=self._deliver, units=[(mid, tid)],
-                                      producer_of=view.producer_of, recorder=self.recorder)
+                                      units=[(mid, tid)], producer_of=view.producer_of,
+                                      recorder=self.recorder)
+        # output pieces go to the node in batches: one copy out of the regst, then frames
+        self.batcher = rt.batcher = Batcher(self._deliver)
         for t in rt.tasks:  # regsts produced by other units / remote receive buffers
             for i in t.consumed_ids():
                 if i not in rt.memory:
@@ -109,9 +112,8 @@ class ProcessUnit:
     def report(self, kind: int, body: Any, arrays: list | tuple = ()) -> None:
         self.router.send_to(self.node_addr, kind, body, arrays)
 
-    def _deliver(self, task: Task | None, piece_id: int, arrays: dict) -> None:
-        if task is not None:
-            self.report(uw.DELIVER, [task.task_id, piece_id], list(arrays.items()))
+    def _deliver(self, task: Task, piece_ids: list[int], arrays: dict) -> None:
+        self.report(uw.DELIVER, [task.task_id, piece_ids], list(arrays.items()))
 
     def run(self) -> None:
         """Dispatch messages until every actor exited; raises ``Stopped`` on STOP."""
@@ -123,6 +125,7 @@ class ProcessUnit:
         ppid = os.getppid()
         take = self._take
         msg: Msg | None
+        batcher = self.batcher
         for early in self.early:
             msg = take(early)
             if msg is not None:
@@ -140,9 +143,11 @@ class ProcessUnit:
                     unit._drain_stream()
                     if local or not self.inbox.poll(0.001):
                         continue
-                # one blocking recv, woken every 200 ms to check that the node is alive
-                m = recv(0.2)
+                # one blocking recv, woken every 200 ms to check that the node is alive;
+                # with output pieces waiting, 2 ms of silence sends them off
+                m = recv(0.002 if batcher.pending else 0.2)
                 if m is None:
+                    batcher.flush()
                     if os.getppid() != ppid:
                         raise Stopped from None  # the node is gone
                     continue
@@ -153,6 +158,7 @@ class ProcessUnit:
                 else:
                     msg = Msg(*m.body)
             dispatch(msg)
+        batcher.flush()  # before DONE: the node gets every piece first (FIFO)
 
     def wait_stop(self, limit: float = 60.0) -> None:
         """After an error: keep the process (and its sockets) until the node says stop."""

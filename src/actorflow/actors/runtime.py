@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from actorflow.actors.delivery import Batcher
 from actorflow.actors.executors import ActorHost
 from actorflow.actors.hosting import Deliver, Recorder
 from actorflow.actors.memory import Allocator, HostAllocator
@@ -186,6 +187,7 @@ class MachineRuntime:
         self.recorder = recorder
         self.allocator = allocator or HostAllocator()
         self.on_deliver = on_deliver
+        self.batcher: Batcher | None = None  # output pieces in batches (actors/delivery.py)
         self.stopping = False
         self.error: BaseException | None = None
         self._lock = threading.Lock()
@@ -305,7 +307,12 @@ class MachineRuntime:
             return q.popleft()
 
     def deliver(self, task: Task, piece_id: int, arrays: dict) -> None:
+        """An output actor's piece; ``arrays`` are its regst (reused once the act is done):
+        a ``batcher`` copies them into a batch, ``on_deliver`` gets its own copies."""
+        if self.batcher is not None:
+            self.batcher.add(task, piece_id, arrays)
+            return
         if self.on_deliver is None:
             raise KernelError(task.label, task.task_id, task.machine_id, piece_id,
                               "output actor has no client to deliver to")
-        self.on_deliver(task, piece_id, arrays)
+        self.on_deliver(task, piece_id, {k: v.copy() for k, v in arrays.items()})

@@ -16,14 +16,16 @@ from typing import Any
 
 from actorflow.launcher.monitor import Monitor
 from actorflow.launcher.report import failure_table, headline, root_cause
+from actorflow.launcher.sink import OutputSink
 from actorflow.launcher.supervisor import Supervisor
 
 
 class RunLoop:
     def __init__(self, sup: Supervisor, monitor: Monitor | None, *, settle: float = 1.0,
-                 timeout: float = 0.0) -> None:
+                 timeout: float = 0.0, sink: OutputSink | None = None) -> None:
         self.sup = sup
         self.monitor = monitor
+        self.sink = sink
         self.settle = settle
         self.timeout = timeout
         self.signum = 0
@@ -63,8 +65,13 @@ class RunLoop:
         sup, mon = self.sup, self.monitor
         t0 = time.monotonic()
         t_fail = 0.0
+        sink = self.sink
         while sup.running():
-            if mon is not None:
+            if sink is not None:  # output pieces arrive all the time: wait on them
+                if mon is not None:
+                    mon.poll(0)
+                sink.poll(0.05)
+            elif mon is not None:
                 mon.poll(0.05)
             else:
                 time.sleep(0.05)
@@ -86,6 +93,8 @@ class RunLoop:
             deadline = time.monotonic() + 0.5
             while mon.final is None and time.monotonic() < deadline and not t_fail:
                 mon.poll(0.05)
+                if sink is not None:
+                    sink.poll(0)
         sup.teardown()
         err = self.master_error
         self.failed = self.timed_out or any(c.failed for c in sup.children) or bool(err)

@@ -138,3 +138,12 @@ def tcp_address(host: str, port: int | str) -> str:
     """``tcp://HOST:PORT`` (IPv6 hosts bracketed): the one place tcp addresses are spelled."""
     h = f"[{host}]" if ":" in host and not host.startswith("[") else host
     return f"tcp://{h}:{port}"
+
+
+def shutdown(linger_ms: int = 5000) -> None:
+    """At process exit: close every socket still open, giving unsent messages ``linger_ms``
+    to leave (the process-wide context is otherwise never terminated, and a message still
+    queued when the interpreter exits is lost).  Call only when no thread uses sockets."""
+    with _CTX_LOCK:
+        if zmq.Context._instance is not None:  # type: ignore[attr-defined]
+            zmq.Context.instance().destroy(linger=linger_ms)
