@@ -33,11 +33,12 @@ import numpy as np
 from actorflow.actors import unit_wire as uw
 from actorflow.actors.hosting import Deliver, HostingFactory, Recorder, UnitHosting
 from actorflow.actors.routing import Router, split_address
+from actorflow.actors.unit_loop import serve
 from actorflow.errors import ActorflowError, MessageRejected, TransportError, WaitTimeout
 from actorflow.plan.model import Plan, RegstDesc
 from actorflow.protocol.messages import Msg, cmd
 from actorflow.registry import Registry
-from actorflow.transport.comm import Listener, listen
+from actorflow.transport.comm import Listener, Message, listen
 from actorflow.transport.outbox import Outbox
 from actorflow.transport.registry import tcp_address
 from actorflow.transport.security import Security
@@ -275,32 +276,34 @@ class MachineNode:
 
     # -- receiving ---------------------------------------------------------------------
     def _rx_main(self) -> None:
-        """The node's receiver: messages from other machines and from its unit processes."""
+        """The node's receiver: the unit loop's ``serve`` over the machine's listener --
+        actor messages from other machines are landed and passed to their unit, the unit
+        processes' reports go to the hosting."""
+        serve(self._receive, self._handle, lambda: not self._rx_stop.is_set())
+
+    def _receive(self, timeout: float) -> Message | None:
         inbox = self._inbox
         assert inbox is not None
-        hosting = self.hosting
-        recv = inbox.recv
-        while not self._rx_stop.is_set():
-            try:
-                m = recv(0.1)  # a blocking recv, woken to check _rx_stop
-            except MessageRejected as e:
+        try:
+            return inbox.recv(timeout)
+        except MessageRejected as e:
+            self.fail(e)
+        except TransportError as e:  # the socket itself failed (or was closed)
+            if not self._rx_stop.is_set():
                 self.fail(e)
-                continue
-            except TransportError as e:  # the socket itself failed (or was closed)
-                if not self._rx_stop.is_set():
-                    self.fail(e)
-                return
-            if m is None:
-                continue
-            try:
-                if m.kind == uw.MSG:
-                    hosting.incoming(m)
-                else:
-                    hosting.unit_message(m)
-            except ActorflowError as e:
-                self.fail(e)
-            except Exception as e:  # a bug: still fail the run loudly
-                err = TransportError(f"{self.name}: receiver crashed: {type(e).__name__}: {e}")
-                err.__cause__ = e
-                self.fail(err)
+            self._rx_stop.set()
+        return None
+
+    def _handle(self, m: Message) -> None:
+        try:
+            if m.kind == uw.MSG:
+                self.hosting.incoming(m)
+            else:
+                self.hosting.unit_message(m)
+        except ActorflowError as e:
+            self.fail(e)
+        except Exception as e:  # a bug: still fail the run loudly
+            err = TransportError(f"{self.name}: receiver crashed: {type(e).__name__}: {e}")
+            err.__cause__ = e
+            self.fail(err)
 

@@ -28,6 +28,7 @@ from actorflow.actors.landing import land
 from actorflow.actors.memory import ShmAllocator
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
+from actorflow.actors.unit_loop import run_unit
 from actorflow.actors.unit_status import StatusResponder
 from actorflow.errors import ActorflowError, KernelError, ProtocolError
 from actorflow.plan.io import plan_from_bytes
@@ -120,45 +121,12 @@ class ProcessUnit:
         unit = self.unit
         if unit is None:
             return
-        recv = self.inbox.recv
-        local, inbox, stream, dispatch = unit.local, unit.inbox, unit.stream, unit.dispatch
-        ppid = os.getppid()
-        take = self._take
-        msg: Msg | None
-        batcher = self.batcher
         for early in self.early:
-            msg = take(early)
+            msg = self._take(early)
             if msg is not None:
-                local.append(msg)
+                unit.local.append(msg)
         self.early = []
-        while unit.live > 0:
-            if local:
-                msg = local.popleft()
-            elif not inbox.empty():  # commands the runtime queued itself (push_feed)
-                msg = inbox.get_nowait()
-                if not isinstance(msg, Msg):
-                    raise Stopped
-            else:
-                if stream.has_pending():  # an async stream: poll completions between waits
-                    unit._drain_stream()
-                    if local or not self.inbox.poll(0.001):
-                        continue
-                # one blocking recv, woken every 200 ms to check that the node is alive;
-                # with output pieces waiting, 2 ms of silence sends them off
-                m = recv(0.002 if batcher.pending else 0.2)
-                if m is None:
-                    batcher.flush()
-                    if os.getppid() != ppid:
-                        raise Stopped from None  # the node is gone
-                    continue
-                if m.kind or m.metas:
-                    msg = take(m)
-                    if msg is None:
-                        continue
-                else:
-                    msg = Msg(*m.body)
-            dispatch(msg)
-        batcher.flush()  # before DONE: the node gets every piece first (FIFO)
+        run_unit(unit, _SocketSource(self))
 
     def wait_stop(self, limit: float = 60.0) -> None:
         """After an error: keep the process (and its sockets) until the node says stop."""
@@ -185,6 +153,37 @@ class ProcessUnit:
         self.inbox.close()
         self.outbox.close(linger_ms=5000 if flush else 0)
         self.alloc.close()
+
+
+class _SocketSource:
+    """A process unit's messages: its own inbox socket, plus the commands its runtime
+    queued itself (a fed piece's CMD); the blocking receive wakes every ``WAIT`` seconds
+    to check that the node is alive."""
+
+    def __init__(self, pu: ProcessUnit) -> None:
+        assert pu.unit is not None
+        self.recv = pu.inbox.recv
+        self.queue = pu.unit.inbox
+        self.take = pu._take
+        self.ppid = os.getppid()
+
+    def next(self, timeout: float) -> Msg | None:
+        if not self.queue.empty():
+            msg = self.queue.get_nowait()
+            if not isinstance(msg, Msg):
+                raise Stopped
+            return msg
+        m = self.recv(timeout)
+        if m is None:
+            return None
+        if m.kind or m.metas:
+            return self.take(m)
+        return Msg(*m.body)
+
+    def idle(self) -> bool:
+        if os.getppid() != self.ppid:
+            raise Stopped  # the node is gone
+        return True
 
 
 def error_body(e: BaseException, where: str) -> dict:

@@ -2,8 +2,9 @@
 
 Tasks with the same ``(machine_id, thrd_id)`` share one execution unit: one thread, one
 inbox, one stream.  A unit takes a message, hands it to the actor's pure state machine,
-and executes the returned actions in order.  Messages between actors of the same unit go
-through a local deque and never touch a queue or a socket.
+and executes the returned actions in order; the loop is ``unit_loop.run_unit``, shared
+with process units (only where messages come from differs).  Messages between actors of
+the same unit go through a local deque and never touch a queue or a socket.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from actorflow.actors.delivery import Batcher
 from actorflow.actors.executors import ActorHost
 from actorflow.actors.hosting import Deliver, Recorder
 from actorflow.actors.memory import Allocator, HostAllocator
+from actorflow.actors.unit_loop import run_unit
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
 from actorflow.plan.model import Plan, Task
 from actorflow.protocol.kinds import make_state
@@ -73,28 +75,7 @@ class ThreadUnit:
             rt.fail(ProtocolError(f"unit {self.name} crashed: {type(e).__name__}: {e}"), e)
 
     def _loop(self) -> None:
-        rt = self.runtime
-        local, inbox, dispatch = self.local, self.inbox, self.dispatch
-        while self.live > 0:
-            if local:
-                msg = local.popleft()
-            else:
-                if self.stream.has_pending():  # async stream: poll completions, then messages
-                    self._drain_stream()
-                    try:
-                        msg = inbox.get(timeout=0.0005)
-                    except queue.Empty:
-                        continue
-                else:
-                    try:
-                        msg = inbox.get(timeout=0.2)
-                    except queue.Empty:
-                        if rt.stopping:
-                            return
-                        continue
-                if msg is _STOP:
-                    return
-            dispatch(msg)
+        run_unit(self, _QueueSource(self))
 
     def dispatch(self, msg: Msg) -> None:
         """Hand one message to its actor and execute what it returns (every unit's loop)."""
@@ -156,6 +137,28 @@ class ThreadUnit:
             if not pending:
                 return
             h, acts = pending.popleft()
+
+
+class _QueueSource:
+    """A thread unit's messages: its inbox queue (other units, the node's receiver)."""
+
+    def __init__(self, unit: ThreadUnit) -> None:
+        self.get = unit.inbox.get
+        self.runtime = unit.runtime
+        self.stopped = False
+
+    def next(self, timeout: float) -> Msg | None:
+        try:
+            msg = self.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if msg is _STOP:
+            self.stopped = True
+            return None
+        return msg
+
+    def idle(self) -> bool:
+        return not (self.stopped or self.runtime.stopping)
 
 
 class MachineRuntime:
