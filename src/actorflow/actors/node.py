@@ -138,7 +138,7 @@ class MachineNode:
 
         Returns this machine's data-plane address for ``connect`` on every machine: the
         node's address, followed with process units by each unit's own address
-        (``bus.compose_address``) so that peers reach unit processes without a relay.
+        (``routing.compose_address``) so that peers reach unit processes without a relay.
         ``host`` is advertised as is: give an address the other machines can reach (the
         launcher picks the interface that routes to the master), not ``0.0.0.0``.
         """
@@ -306,4 +306,3 @@ class MachineNode:
             err = TransportError(f"{self.name}: receiver crashed: {type(e).__name__}: {e}")
             err.__cause__ = e
             self.fail(err)
-

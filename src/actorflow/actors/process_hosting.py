@@ -44,6 +44,7 @@ from actorflow.plan.io import plan_to_bytes
 from actorflow.protocol.messages import Msg, cmd
 from actorflow.protocol.state import describe_states
 from actorflow.transport.comm import Message
+from actorflow.transport.registry import another_port, ipc_address, scheme_of
 from actorflow.transport.shm import ShmArena
 
 if TYPE_CHECKING:
@@ -59,10 +60,10 @@ class ProcessHosting:
         self.view = view
         self.mid = view.machine_id
         self.tmpdir = tempfile.mkdtemp(prefix="actorflow-")
-        self.node_ipc = f"ipc://{self.tmpdir}/node.ipc"
-        self.unit_addrs = {k: f"ipc://{self.tmpdir}/u{k[1]}.ipc" for k in view.units}
+        self.node_ipc = ipc_address(self.tmpdir, "node")
+        self.unit_addrs = {k: ipc_address(self.tmpdir, f"u{k[1]}") for k in view.units}
         # STATUS queries go to a unit's helper thread (actors/unit_status.py)
-        self.ctl_addrs = {k: f"ipc://{self.tmpdir}/u{k[1]}-ctl.ipc" for k in view.units}
+        self.ctl_addrs = {k: ipc_address(self.tmpdir, f"u{k[1]}-ctl") for k in view.units}
         self.arena = ShmArena(node.run_id, self.mid)
         try:
             descs = [d for t in view.tasks for d in t.produced.values()]
@@ -103,9 +104,9 @@ class ProcessHosting:
     # -- start -------------------------------------------------------------------------
     def on_bind(self, address: str) -> str:
         """Spawn the units (each also listens where other machines can reach it directly);
-        return the machine's address with theirs (``bus.compose_address``)."""
-        scheme, _, rest = address.partition("://")
-        direct = {"tcp": f"tcp://{rest.rpartition(':')[0]}:0", "ipc": "own"}.get(scheme)
+        return the machine's address with theirs (``routing.compose_address``)."""
+        # tcp: a port of its own on the node's host; ipc: its own inbox; inproc: via the node
+        direct = another_port(address) or ("own" if scheme_of(address) == "ipc" else None)
         base = {
             "version": CONFIG_VERSION, "plan": plan_to_bytes(self.view.plan),
             "machine_id": self.mid, "run_id": self.node.run_id, "node_addr": self.node_ipc,

@@ -147,3 +147,21 @@ def shutdown(linger_ms: int = 5000) -> None:
     with _CTX_LOCK:
         if zmq.Context._instance is not None:  # type: ignore[attr-defined]
             zmq.Context.instance().destroy(linger=linger_ms)
+
+
+def ipc_address(directory: str, name: str) -> str:
+    """``ipc://DIRECTORY/NAME.ipc`` (a Unix socket file; bind checks the path's length)."""
+    return f"ipc://{directory}/{name}.ipc"
+
+
+def scheme_of(address: str) -> str:
+    return address.partition("://")[0]
+
+
+def another_port(address: str) -> str | None:
+    """A fresh address on the same host as tcp ``address`` (port 0: bind picks one);
+    ``None`` for schemes without ports."""
+    scheme, _, rest = address.partition("://")
+    if scheme != "tcp":
+        return None
+    return f"tcp://{rest.rpartition(':')[0]}:0"
