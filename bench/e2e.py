@@ -2,6 +2,7 @@
 
     python bench/e2e.py            # 2 and 4 stages, 3 repeats, plus the hop table
     python bench/e2e.py --quick    # 1 repeat, no hop table
+    python bench/e2e.py --before /tmp/old   # also an older checkout's flowlaunch, same run
 
 The chain (bench/e2e_job.py): ``source(constant)`` of 104 bytes -> ``identity`` x S ->
 ``output``; source and output on one unit, one unit per stage, register_num 8, run as
@@ -35,9 +36,12 @@ JOB = os.path.join(HERE, "e2e_job.py")
 SMALL, LARGE = 2000, 12000
 
 
-def flowlaunch_wall(stages: int, pieces: int, deliver: bool) -> float:
-    """The master's wall seconds of one ``flowlaunch sim`` run."""
+def flowlaunch_wall(stages: int, pieces: int, deliver: bool, src: str | None = None) -> float:
+    """The master's wall seconds of one ``flowlaunch sim`` run (``src``: run the actorflow
+    of another checkout's ``src/`` instead, for before/after tables)."""
     env = dict(os.environ, E2E_STAGES=str(stages), E2E_DELIVER="1" if deliver else "0")
+    if src is not None:
+        env["PYTHONPATH"] = src
     r = subprocess.run([sys.executable, "-m", "actorflow.launcher.cli", "sim", JOB,
                         "--machines", "1", "--unit", "process", "--pieces", str(pieces),
                         "--json", "--quiet"], env=env, capture_output=True, text=True,
@@ -70,22 +74,30 @@ def session_wall(stages: int, pieces: int) -> float:
     return t
 
 
-def e2e_table(reps: int) -> None:
+def e2e_table(reps: int, before: str | None) -> None:
     rows = []
     for stages in (2, 4):
-        deliv, plain, threads, ratios = [], [], [], []
+        deliv, plain, threads, ratios, old = [], [], [], [], []
         for _ in range(reps):
+            if before is not None:
+                old.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, True, before)))
             deliv.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, True)))
             plain.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, False)))
             threads.append(steady(lambda n, s=stages: session_wall(s, n)))
             ratios.append(deliv[-1] / plain[-1])
         goal = {2: "23,000", 4: "13,500"}[stages]
-        rows.append([stages, statistics.median(deliv), goal, statistics.median(plain),
-                     statistics.median(ratios), statistics.median(threads)])
+        row = [stages, statistics.median(deliv), goal, statistics.median(plain),
+               statistics.median(ratios), statistics.median(threads),
+               statistics.median(deliv) / statistics.median(threads)]
+        if before is not None:
+            row += [statistics.median(old), statistics.median(deliv) / statistics.median(old)]
+        rows.append(row)
+    cols = ["stages", "pieces/s delivered", "goal", "pieces/s, no output actor",
+            "ratio (goal >= 0.9)", "threads in-process pieces/s", "delivered / threads"]
+    if before is not None:
+        cols += ["before: pieces/s delivered", "after / before"]
     print_table("Echo chain through flowlaunch sim --unit process, outputs delivered "
-                f"(steady state, median of {reps})",
-                ["stages", "pieces/s delivered", "goal", "pieces/s, no output actor",
-                 "ratio (goal >= 0.9)", "threads in-process pieces/s"], rows)
+                f"(steady state, median of {reps})", cols, rows)
 
 
 def main() -> None:
@@ -93,9 +105,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int)
     ap.add_argument("--no-hop", action="store_true")
+    ap.add_argument("--before", metavar="CHECKOUT",
+                    help="also time another checkout's flowlaunch (its src/ on PYTHONPATH)")
     args = ap.parse_args()
     reps = args.reps or (1 if args.quick else 3)
-    e2e_table(reps)
+    e2e_table(reps, os.path.join(args.before, "src") if args.before else None)
     if not (args.quick or args.no_hop):
         import transport
 

@@ -23,7 +23,7 @@ protocols the layers above program against.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -57,7 +57,7 @@ class Message(NamedTuple):
         """The blobs as read-only arrays over the received frames (no copy)."""
         return codec.views_of(self.metas, self.frames)
 
-    def copy_into(self, dst: dict[str, np.ndarray], where: str) -> None:
+    def copy_into(self, dst: dict[str, np.ndarray], where: str | Callable[[], str]) -> None:
         """Write the blobs into preallocated arrays (receive buffers, regst slots)."""
         codec.copy_into(self.metas or [], self.frames, dst, where)
 
