@@ -44,8 +44,8 @@ def flowlaunch_wall(stages: int, pieces: int, deliver: bool, src: str | None = N
         env["PYTHONPATH"] = src
     r = subprocess.run([sys.executable, "-m", "actorflow.launcher.cli", "sim", JOB,
                         "--machines", "1", "--unit", "process", "--pieces", str(pieces),
-                        "--json", "--quiet"], env=env, capture_output=True, text=True,
-                       timeout=600)
+                        "--json", "--quiet", "--heartbeat-timeout", "10"],
+                       env=env, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise SystemExit(f"flowlaunch failed ({r.returncode}):\n{r.stderr}")
     summary = json.loads(r.stdout)
