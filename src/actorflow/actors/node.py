@@ -31,11 +31,17 @@ from typing import Any
 import numpy as np
 
 from actorflow.actors import unit_wire as uw
-from actorflow.actors.hosting import Deliver, HostingFactory, Recorder, UnitHosting
+from actorflow.actors.hosting import (
+    Deliver,
+    DeliverBatch,
+    HostingFactory,
+    Recorder,
+    UnitHosting,
+)
 from actorflow.actors.routing import Router, split_address
 from actorflow.actors.unit_loop import serve
 from actorflow.errors import ActorflowError, MessageRejected, TransportError, WaitTimeout
-from actorflow.plan.model import Plan, RegstDesc
+from actorflow.plan.model import Plan, RegstDesc, Task
 from actorflow.protocol.messages import Msg, cmd
 from actorflow.registry import Registry
 from actorflow.transport.comm import Listener, Message, listen
@@ -51,8 +57,6 @@ def _builtin_unit_kinds() -> None:
     register_unit_kind("thread", ThreadHosting)
     register_unit_kind("process", ProcessHosting)
 
-
-DeliverBatch = Callable[[Task, list[int], dict], None]
 
 
 # how a node runs its units, by name (``--unit``): factory(node) -> UnitHosting

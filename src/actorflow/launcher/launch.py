@@ -29,8 +29,8 @@ from actorflow.launcher.run_loop import RunLoop
 from actorflow.launcher.sink import OutputSink
 from actorflow.launcher.supervisor import Supervisor
 from actorflow.launcher.trace_options import add_trace_options, trace_worker_args
-from actorflow.plan.model import Plan
 from actorflow.plan.io import plan_to_bytes
+from actorflow.plan.model import Plan
 from actorflow.trace.recorder import default_dump_dir
 
 # spawner(rank, host, worker_args, env) -> (argv, env) of the local process to start

@@ -190,7 +190,7 @@ class ControlMaster:
             m = self._recv(wait)
             while m is not None:  # everything waiting, then the clock's work
                 try:
-                    self._handle(m.peer, body_of(m, f"peer {m.peer!r}"), m)
+                    self._handle(m.peer or b"", body_of(m, f"peer {m.peer!r}"), m)
                 except TransportError as e:  # a stranger's bytes must not end the run
                     self.log(f"ignored: {e}")
                 except (KeyError, TypeError, ValueError) as e:
@@ -443,7 +443,7 @@ class ControlMaster:
                     msg = body_of(m)
                 except MessageRejected:
                     continue
-                ident = m.peer
+                ident = m.peer or b""
                 rank = self.by_ident.get(ident)
                 if msg["t"] in ("bye", "error") and rank is not None:
                     info = self.ranks[rank]
@@ -491,7 +491,7 @@ class ControlMaster:
 
 _HANDLERS: dict[str, Callable[[ControlMaster, bytes, RankInfo, dict], None]] = {
     "hb": ControlMaster._on_hb, "addr": ControlMaster._on_addr,
-    "ready": ControlMaster._on_ready, "result": ControlMaster._on_result,
+    "ready": ControlMaster._on_ready,
     "error": ControlMaster._on_error, "done": ControlMaster._on_done,
     "bye": ControlMaster._on_bye, "kv_set": ControlMaster._on_kv_set,
     "kv_get": ControlMaster._on_kv_get, "barrier": ControlMaster._on_barrier,

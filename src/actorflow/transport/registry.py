@@ -145,7 +145,7 @@ def shutdown(linger_ms: int = 5000) -> None:
     to leave (the process-wide context is otherwise never terminated, and a message still
     queued when the interpreter exits is lost).  Call only when no thread uses sockets."""
     with _CTX_LOCK:
-        if zmq.Context._instance is not None:  # type: ignore[attr-defined]
+        if zmq.Context._instance is not None:
             zmq.Context.instance().destroy(linger=linger_ms)
 
 
