@@ -11,7 +11,8 @@ launcher.  Steady state: pieces/s = 10,000 / (wall(12,000 pieces) - wall(2,000 p
 ``wall`` being the master's start-to-end time, so process start and warm-up cancel.
 
 Baselines measured in the same run, alternating with it (a shared box's load hits both):
-- the same plan without the output actor (nothing delivered), also through flowlaunch;
+- the same plan with an ``identity`` actor in the output actor's place (same unit, same
+  hops, nothing delivered), also through flowlaunch;
 - the same plan in-process on thread units (``Session.run_to_end``), same steady method;
 - the actor hop round trip against raw pyzmq ping-pong (bench/transport.py's hop table).
 """
@@ -92,7 +93,7 @@ def e2e_table(reps: int, before: str | None) -> None:
         if before is not None:
             row += [statistics.median(old), statistics.median(deliv) / statistics.median(old)]
         rows.append(row)
-    cols = ["stages", "pieces/s delivered", "goal", "pieces/s, no output actor",
+    cols = ["stages", "pieces/s delivered", "goal", "pieces/s, not delivered",
             "ratio (goal >= 0.9)", "threads in-process pieces/s", "delivered / threads"]
     if before is not None:
         cols += ["before: pieces/s delivered", "after / before"]

@@ -2,7 +2,8 @@
 
 ``source(constant, 13 float64 = 104 bytes)`` -> ``identity`` x E2E_STAGES -> ``output``;
 source and output share unit 0, each stage has a unit of its own, register_num 8.
-E2E_DELIVER=0 drops the output actor: the same chain without delivery to the launcher.
+E2E_DELIVER=0 puts an ``identity`` actor where the output actor was (same unit, same
+hops): the same chain, nothing delivered to the launcher.
 """
 
 from __future__ import annotations
@@ -22,4 +23,6 @@ def build_plan(machines: int = 1) -> af.Plan:
         x = b.op("identity", x, thrd=k, name=f"stage{k}")
     if deliver:
         b.output("y", x, thrd=0)
+    else:
+        b.op("identity", x, thrd=0, name="sink")
     return b.build()

@@ -270,13 +270,13 @@ class ControlMaster:
             return
         info = self.ranks[rank]
         info.last_seen = time.monotonic()
+        if t == "result":  # the one message with frames
+            self._on_result(info, msg, m)
+            return
         handler = _HANDLERS.get(t)
         if handler is None:
             self._fail({"rank": rank, "kind": "protocol",
                         "message": f"rank {rank} sent unknown control message '{t}'"})
-            return
-        if t == "result":
-            self._on_result(info, msg, m)
             return
         handler(self, ident, info, msg)
 
