@@ -41,7 +41,7 @@ class ControlClient:
         self.security = security
         self._endpoint = tcp_address(resolve(master_host), master_port)
         self._comm: Comm = connect(self._endpoint, "dealer", security=security, linger_ms=1000,
-                                   name=f"rank {rank}'s control comm")
+                                   name=f"rank {rank}'s control comm", plane="control")
         self._hb: threading.Thread | None = None
         self._hb_stop = threading.Event()
         self._last_rx = time.monotonic()
@@ -130,7 +130,7 @@ class ControlClient:
 
     def _beat(self) -> None:
         comm = connect(self._endpoint, "dealer", security=self.security, linger_ms=0,
-                       name=f"rank {self.rank}'s heartbeat comm")
+                       name=f"rank {self.rank}'s heartbeat comm", plane="control")
         try:
             while not self._hb_stop.wait(HEARTBEAT_EVERY):
                 comm.send(CTRL, {"t": "hb", "rank": self.rank, "pieces": self.pieces})

@@ -135,7 +135,8 @@ class ControlMaster:
             ip = "0.0.0.0"
         addr = tcp_address(ip, self.port)
         try:
-            self._server = listen(addr, "router", security=self.security, name="the master")
+            self._server = listen(addr, "router", security=self.security, name="the master",
+                                  plane="control")
         except TransportError as e:
             if getattr(e.__cause__, "errno", None) == errno.EADDRINUSE:
                 raise LaunchError(f"master port {self.port} on {self.host} is already in use; "

@@ -34,7 +34,8 @@ class Monitor:
         self.last_progress: dict | None = None
         self.plan = plan
         self._comm = connect(tcp_address(resolve(master_host), master_port), "dealer",
-                             security=security, linger_ms=500, name="the launcher's monitor")
+                             security=security, linger_ms=500, name="the launcher's monitor",
+                             plane="control")
         self._last_watch = 0.0
 
     def poll(self, timeout: float) -> None:

@@ -221,9 +221,9 @@ class Listener(_Endpoint):
 
     def __init__(self, address: str, pattern: str = "pull", *,
                  security: Security = NO_SECURITY, limits: Limits = DEFAULT_LIMITS,
-                 name: str = "") -> None:
+                 name: str = "", plane: str = "data") -> None:
         kind, routed = LISTEN_PATTERNS.get(pattern)
-        sock = context().socket(kind)
+        sock = context(plane).socket(kind)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.RCVHWM, 0)  # the actor protocol bounds what is in flight
         self.security = security
@@ -256,9 +256,9 @@ class Comm(_Endpoint):
 
     def __init__(self, address: str, pattern: str = "push", *,
                  security: Security = NO_SECURITY, limits: Limits = DEFAULT_LIMITS,
-                 name: str = "", linger_ms: int = 2000) -> None:
+                 name: str = "", linger_ms: int = 2000, plane: str = "data") -> None:
         kind, _ = CONNECT_PATTERNS.get(pattern)
-        sock = context().socket(kind)
+        sock = context(plane).socket(kind)
         sock.setsockopt(zmq.SNDHWM, 0)  # the protocol (or a reply) bounds what is in flight
         sock.setsockopt(zmq.LINGER, linger_ms)
         self.security = security
@@ -296,14 +296,16 @@ class Comm(_Endpoint):
 
 
 def listen(address: str, pattern: str = "pull", *, security: Security | None = None,
-           limits: Limits | None = None, name: str = "") -> Listener:
-    """Bind ``address`` (any registered scheme; ``tcp://HOST:0`` picks a free port)."""
+           limits: Limits | None = None, name: str = "", plane: str = "data") -> Listener:
+    """Bind ``address`` (any registered scheme; ``tcp://HOST:0`` picks a free port).
+    ``plane="control"`` puts the socket on the control plane's own I/O thread."""
     return Listener(address, pattern, security=security or NO_SECURITY,
-                    limits=limits or DEFAULT_LIMITS, name=name)
+                    limits=limits or DEFAULT_LIMITS, name=name, plane=plane)
 
 
 def connect(address: str, pattern: str = "push", *, security: Security | None = None,
-            limits: Limits | None = None, name: str = "", linger_ms: int = 2000) -> Comm:
+            limits: Limits | None = None, name: str = "", linger_ms: int = 2000,
+            plane: str = "data") -> Comm:
     """Connect to a listener at ``address`` (connecting does not wait for it to exist)."""
     return Comm(address, pattern, security=security or NO_SECURITY,
-                limits=limits or DEFAULT_LIMITS, name=name, linger_ms=linger_ms)
+                limits=limits or DEFAULT_LIMITS, name=name, linger_ms=linger_ms, plane=plane)

@@ -28,10 +28,20 @@ _IPC_MAX = 100  # sun_path is 108 bytes on Linux, less the scheme
 _counter = iter(range(1 << 62))
 
 
-def context() -> zmq.Context:
-    """The process-wide ZeroMQ context (``inproc://`` endpoints only see their own context)."""
+_CONTEXTS: dict[str, zmq.Context] = {}
+
+
+def context(plane: str = "data") -> zmq.Context:
+    """The process-wide ZeroMQ context of ``plane`` ("data" or "control").
+
+    Each context has its own I/O thread, so heartbeats and other control messages are not
+    queued behind a busy data plane; ``inproc://`` endpoints only see their own context."""
     with _CTX_LOCK:
-        return zmq.Context.instance()
+        ctx = _CONTEXTS.get(plane)
+        if ctx is None:
+            ctx = zmq.Context.instance() if plane == "data" else zmq.Context()
+            _CONTEXTS[plane] = ctx
+        return ctx
 
 
 class Backend:
@@ -145,8 +155,10 @@ def shutdown(linger_ms: int = 5000) -> None:
     to leave (the process-wide context is otherwise never terminated, and a message still
     queued when the interpreter exits is lost).  Call only when no thread uses sockets."""
     with _CTX_LOCK:
-        if zmq.Context._instance is not None:
-            zmq.Context.instance().destroy(linger=linger_ms)
+        contexts = list(_CONTEXTS.values())
+        _CONTEXTS.clear()
+    for ctx in contexts:
+        ctx.destroy(linger=linger_ms)
 
 
 def ipc_address(directory: str, name: str) -> str:
