@@ -47,8 +47,12 @@ def test_launcher_memory_stays_flat_without_out(flowlaunch):
     peak_mib = max(samples) / 1024
     data_mib = pieces * WIDTH * 8 / 2**20
     assert peak_mib < 200, f"launcher RSS peaked at {peak_mib:.0f} MiB for {data_mib:.0f} MiB"
-    late = samples[len(samples) // 2:]  # the second half of the run: no growth with pieces
-    assert (max(late) - min(late)) / 1024 < 40, f"launcher RSS grew: {late[0]}..{late[-1]} KiB"
+    # no growth with the number of pieces: the second half of the run stays within 10% of
+    # the data volume of the first half's level (a slow launcher on a loaded box may have
+    # a backlog of batches in its socket buffers for a moment, but never the run's output)
+    half = samples[len(samples) // 2:]
+    growth_mib = (max(half) - min(samples[:len(samples) // 2])) / 1024
+    assert growth_mib < data_mib / 10, f"launcher RSS grew by {growth_mib:.0f} MiB"
 
 
 def test_out_is_written_as_pieces_arrive_and_reads_back(flowlaunch, tmp_path):
