@@ -4,10 +4,12 @@ Each combination runs the same plans through the Session API and must give the
 numpy-expected numbers:
   session        plain Session: thread units, in-process queues (2 simulated machines)
   inproc-2       2 MachineNodes, thread units, inproc:// sockets between machines
+  ipc-2          2 MachineNodes, thread units, ipc:// sockets between machines
   process-ipc    1 machine, one process per unit, regsts in shared memory, ipc:// slots
   tcp-2 / tcp-3  2 or 3 MachineNodes over tcp:// loopback, thread units
   process-tcp-2  2 machines with process units: shm inside a machine, tcp between them
 Machines as separate OS processes are covered in tests/transport/test_machine_processes.py.
+(Process units cannot use inproc://: it only connects sockets of one process.)
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from actorflow.session import ClusterSession
 COMBOS = {
     "session": (2, lambda plan: af.Session(plan, timeout=30)),
     "inproc-2": (2, lambda plan: ClusterSession(plan, scheme="inproc", timeout=30)),
+    "ipc-2": (2, lambda plan: ClusterSession(plan, scheme="ipc", timeout=30)),
     "process-ipc": (1, lambda plan: ClusterSession(plan, unit="process", scheme="ipc",
                                                    timeout=30)),
     "tcp-2": (2, lambda plan: ClusterSession(plan, scheme="tcp", timeout=30)),

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from actorflow.errors import LaunchError, WaitTimeout
@@ -187,16 +188,18 @@ def test_master_port_in_use_is_one_clear_error(master):
 
 
 def test_garbage_on_the_master_port_is_ignored(master):
-    import zmq
+    import msgpack
 
-    ctx = zmq.Context()
-    s = ctx.socket(zmq.DEALER)
-    s.connect(f"tcp://127.0.0.1:{master.port}")
-    s.send(b"\x00not msgpack at all")
-    s.send(b"\x81\xa1v\x09")  # msgpack {"v": 9}: no type field
-    s.send(wire.pack("hello", world_size=2))  # right version, no rank
-    s.close(linger=1000)
-    ctx.term()
+    from actorflow.transport import codec, connect
+
+    s = connect(f"tcp://127.0.0.1:{master.port}", "dealer")
+    s.send_head(b"\x00not msgpack at all")
+    s.send_head(msgpack.packb({"v": 9}))  # not a header at all
+    s.send_head(msgpack.packb([9, wire.CTRL, {"t": "hello"}, None]))  # another wire version
+    s.send(wire.CTRL, {"no": "type field"})
+    s.send_frames(codec.encode(wire.CTRL, {"t": "hello"}, [("x", np.zeros(3))])[:1])  # short
+    s.send(wire.CTRL, {"t": "hello", "world_size": 2})  # right version, no rank
+    s.close(linger_ms=1000)
 
     def rank(r):
         c = _client(master, r)

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 # on_deliver(task, piece_id, arrays): an output piece for the client; (None, -1, {}) wakes it
 Deliver = Callable[[Task | None, int, dict], None]
+# on_batch(task, piece_ids, arrays): output pieces in batches, arrays of shape (n, *blob)
+DeliverBatch = Callable[[Task, list[int], dict], None]
 
 
 class Runtime(Protocol):
@@ -117,6 +119,10 @@ class UnitHosting(Protocol):
 
     def unit_message(self, m: Message) -> None:
         """Any other message on that socket (process units report here)."""
+
+    def flush_outputs(self) -> None:
+        """Send output pieces waiting in a batch (thread units; process units send their
+        own)."""
 
     def stop(self, error: BaseException) -> None: ...
 

@@ -39,5 +39,5 @@ def land(m: Message, memory: Mapping[int, list[dict]], feed: Feed, where: str) -
     if msg.type != READY or slots is None or not 0 <= msg.slot < len(slots):
         raise ProtocolError(f"{where}: {msg!r} carries blobs but regst desc "
                             f"{msg.regst_desc_id} slot {msg.slot} has no receive buffer here")
-    m.copy_into(slots[msg.slot], f"{where}: regst desc {msg.regst_desc_id}")
+    m.copy_into(slots[msg.slot], lambda: f"{where}: regst desc {msg.regst_desc_id}")
     return msg

@@ -31,19 +31,21 @@ from typing import Any
 import numpy as np
 
 from actorflow.actors import unit_wire as uw
-from actorflow.actors.hosting import Deliver, HostingFactory, Recorder, UnitHosting
+from actorflow.actors.hosting import (
+    Deliver,
+    DeliverBatch,
+    HostingFactory,
+    Recorder,
+    UnitHosting,
+)
 from actorflow.actors.inbound import Inbound, MalformedMessage
 from actorflow.actors.routing import Router, split_address
-from actorflow.errors import (
-    ActorflowError,
-    MessageRejected,
-    TransportError,
-    WaitTimeout,
-)
-from actorflow.plan.model import Plan, RegstDesc
+from actorflow.actors.unit_loop import serve
+from actorflow.errors import ActorflowError, MessageRejected, TransportError, WaitTimeout
+from actorflow.plan.model import Plan, RegstDesc, Task
 from actorflow.protocol.messages import Msg, cmd
 from actorflow.registry import Registry
-from actorflow.transport.comm import Listener, listen
+from actorflow.transport.comm import Listener, Message, listen
 from actorflow.transport.outbox import Outbox
 from actorflow.transport.registry import tcp_address
 from actorflow.transport.security import Security
@@ -55,6 +57,7 @@ def _builtin_unit_kinds() -> None:
 
     register_unit_kind("thread", ThreadHosting)
     register_unit_kind("process", ProcessHosting)
+
 
 
 # how a node runs its units, by name (``--unit``): factory(node) -> UnitHosting
@@ -105,8 +108,11 @@ class MachineNode:
     def __init__(self, plan: Plan, machine_id: int, unit: str = "thread",
                  run_id: str | None = None, recorder: Recorder | None = None,
                  on_deliver: Deliver | None = None, timeout: float = 30.0,
-                 security: Security | None = None) -> None:
-        """``security``: how every socket of this machine authenticates (transport's hook)."""
+                 security: Security | None = None,
+                 on_batch: DeliverBatch | None = None) -> None:
+        """``security``: how every socket of this machine authenticates (transport's hook).
+        ``on_batch(task, piece_ids, arrays)``: output pieces in batches (arrays of shape
+        ``(n, *blob)``, read-only and valid during the call); instead of ``on_deliver``."""
         make_hosting = UNIT_KINDS.get(unit)
         self.view = MachineView(plan, machine_id)
         self.plan = plan
@@ -115,6 +121,7 @@ class MachineNode:
         self.run_id = run_id or secrets.token_hex(4)
         self.recorder = recorder
         self.on_deliver = on_deliver
+        self.on_batch = on_batch
         self.timeout = timeout
         self.name = f"machine {machine_id}"
         self.address: str | None = None
@@ -141,7 +148,7 @@ class MachineNode:
 
         Returns this machine's data-plane address for ``connect`` on every machine: the
         node's address, followed with process units by each unit's own address
-        (``bus.compose_address``) so that peers reach unit processes without a relay.
+        (``routing.compose_address``) so that peers reach unit processes without a relay.
         ``host`` is advertised as is: give an address the other machines can reach (the
         launcher picks the interface that routes to the master), not ``0.0.0.0``.
         """
@@ -206,6 +213,18 @@ class MachineNode:
         else:
             addr, _ = self.router.where(msg.dst)
             self.router.send_to(addr, uw.MSG, msg.header(), arrays)
+
+    def delivered(self, task: Task, piece_ids: list[int], arrays: dict) -> None:
+        """A batch of output pieces from a unit (``arrays``: views, valid during the call)."""
+        if self.on_batch is not None:
+            self.on_batch(task, piece_ids, arrays)
+        elif self.on_deliver is not None:
+            for i, p in enumerate(piece_ids):
+                self.on_deliver(task, int(p), {k: a[i].copy() for k, a in arrays.items()})
+
+    def flush_outputs(self) -> None:
+        """Send output pieces that wait in a thread unit's batch (the caller's idle tick)."""
+        self.hosting.flush_outputs()
 
     # -- state -------------------------------------------------------------------------
     @property
@@ -279,48 +298,51 @@ class MachineNode:
             self.fail(error)
 
     def _rx_main(self) -> None:
-        """The node's receiver: messages from other machines and from its unit processes."""
+        """The node's receiver: the unit loop's ``serve`` over the machine's listener --
+        actor messages from other machines are landed and passed to their unit, the unit
+        processes' reports go to the hosting."""
+        serve(self._receive, self._handle, lambda: not self._rx_stop.is_set())
+
+    def _receive(self, timeout: float) -> Message | None:
         inbox = self._inbox
         assert inbox is not None
-        hosting = self.hosting
-        recv = inbox.recv
-        while not self._rx_stop.is_set():
-            try:
-                m = recv(0.1)  # a blocking recv, woken to check _rx_stop
-            except MessageRejected as e:  # undecodable or over the limits: drop it
-                self._malformed(self.inbound.reject(str(e)))
-                continue
-            except TransportError as e:  # the socket itself failed (or was closed)
-                if not self._rx_stop.is_set():
-                    self.fail(e)
-                return
-            if m is None:
-                continue
-            if not isinstance(m.kind, int) or not uw.MSG <= m.kind <= uw.STATES:
-                self._malformed(self.inbound.reject(f"message kind {m.kind!r:.20}"))
-                continue
-            try:
-                if m.kind == uw.MSG:
-                    try:
-                        self.inbound.check(m.body, m.metas, m.frames, _claimed(m.body))
-                    except MalformedMessage as e:
-                        self._malformed(e)
-                        continue
-                    hosting.incoming(m)
-                else:  # only this machine's own unit processes send these
-                    try:
-                        hosting.unit_message(m)
-                    except Exception as e:  # a unit report that is not one: never a crash
-                        self._malformed(self.inbound.reject(
-                            f"{uw.kind_name(m.kind)} message rejected: {e}"))
-            except MalformedMessage as e:
-                self._malformed(e)
-            except ActorflowError as e:
+        try:
+            return inbox.recv(timeout)
+        except MessageRejected as e:  # undecodable or over the limits: drop it
+            self._malformed(self.inbound.reject(str(e)))
+        except TransportError as e:  # the socket itself failed (or was closed)
+            if not self._rx_stop.is_set():
                 self.fail(e)
-            except Exception as e:  # a bug: still fail the run loudly
-                err = TransportError(f"{self.name}: receiver crashed: {type(e).__name__}: {e}")
-                err.__cause__ = e
-                self.fail(err)
+            self._rx_stop.set()
+        return None
+
+    def _handle(self, m: Message) -> None:
+        """Validate a received message (``actors/inbound.py``) before it is landed."""
+        if not isinstance(m.kind, int) or not uw.MSG <= m.kind <= uw.STATES:
+            self._malformed(self.inbound.reject(f"message kind {m.kind!r:.20}"))
+            return
+        try:
+            if m.kind == uw.MSG:
+                try:
+                    self.inbound.check(m.body, m.metas, m.frames, _claimed(m.body))
+                except MalformedMessage as e:
+                    self._malformed(e)
+                    return
+                self.hosting.incoming(m)
+            else:  # only this machine's own unit processes send these
+                try:
+                    self.hosting.unit_message(m)
+                except Exception as e:  # a unit report that is not one: never a crash
+                    self._malformed(self.inbound.reject(
+                        f"{uw.kind_name(m.kind)} message rejected: {e}"))
+        except MalformedMessage as e:
+            self._malformed(e)
+        except ActorflowError as e:
+            self.fail(e)
+        except Exception as e:  # a bug: still fail the run loudly
+            err = TransportError(f"{self.name}: receiver crashed: {type(e).__name__}: {e}")
+            err.__cause__ = e
+            self.fail(err)
 
 
 def _claimed(body: object) -> str:

@@ -46,6 +46,7 @@ from actorflow.protocol.messages import Msg, cmd
 from actorflow.protocol.state import describe_states
 from actorflow.transport.auth import current_key
 from actorflow.transport.comm import Message
+from actorflow.transport.registry import another_port, ipc_address, scheme_of
 from actorflow.transport.shm import ShmArena
 
 if TYPE_CHECKING:
@@ -63,10 +64,10 @@ class ProcessHosting:
         self.mid = view.machine_id
         # named after the run so the launcher can remove it when this process is killed
         self.tmpdir = tempfile.mkdtemp(prefix=f"actorflow-{node.run_id}-m{self.mid}-")
-        self.node_ipc = f"ipc://{self.tmpdir}/node.ipc"
-        self.unit_addrs = {k: f"ipc://{self.tmpdir}/u{k[1]}.ipc" for k in view.units}
+        self.node_ipc = ipc_address(self.tmpdir, "node")
+        self.unit_addrs = {k: ipc_address(self.tmpdir, f"u{k[1]}") for k in view.units}
         # STATUS queries go to a unit's helper thread (actors/unit_status.py)
-        self.ctl_addrs = {k: f"ipc://{self.tmpdir}/u{k[1]}-ctl.ipc" for k in view.units}
+        self.ctl_addrs = {k: ipc_address(self.tmpdir, f"u{k[1]}-ctl") for k in view.units}
         self.arena = ShmArena(node.run_id, self.mid)
         try:
             descs = [d for t in view.tasks for d in t.produced.values()]
@@ -107,9 +108,9 @@ class ProcessHosting:
     # -- start -------------------------------------------------------------------------
     def on_bind(self, address: str) -> str:
         """Spawn the units (each also listens where other machines can reach it directly);
-        return the machine's address with theirs (``bus.compose_address``)."""
-        scheme, _, rest = address.partition("://")
-        direct = {"tcp": f"tcp://{rest.rpartition(':')[0]}:0", "ipc": "own"}.get(scheme)
+        return the machine's address with theirs (``routing.compose_address``)."""
+        # tcp: a port of its own on the node's host; ipc: its own inbox; inproc: via the node
+        direct = another_port(address) or ("own" if scheme_of(address) == "ipc" else None)
         base = {
             "version": CONFIG_VERSION, "plan": plan_to_bytes(self.view.plan),
             "machine_id": self.mid, "run_id": self.node.run_id, "node_addr": self.node_ipc,
@@ -169,10 +170,8 @@ class ProcessHosting:
 
     def unit_message(self, m: Message) -> None:
         kind, body = m.kind, m.body
-        if kind == uw.DELIVER:
-            if self.node.on_deliver is not None:
-                task = self.view.plan.task(int(body[0]))
-                self.node.on_deliver(task, int(body[1]), m.arrays())
+        if kind == uw.DELIVER:  # a batch of output pieces: [task, [piece ids]] + frames
+            self.node.delivered(self.view.plan.task(int(body[0])), body[1], m.views())
         elif kind in (uw.HELLO, uw.CONNECTED, uw.DONE):
             with self._cond:
                 if kind == uw.HELLO:
@@ -191,6 +190,9 @@ class ProcessHosting:
             self.node.fail(error_from_body(body))
         else:
             raise ProtocolError(f"machine {self.mid}: unexpected {uw.kind_name(kind)}")
+
+    def flush_outputs(self) -> None:
+        pass  # unit processes send their batches themselves
 
     # -- failure / end -------------------------------------------------------------------
     def _watch(self) -> None:

@@ -23,11 +23,13 @@ from typing import Any
 import msgpack
 
 from actorflow.actors import unit_wire as uw
+from actorflow.actors.delivery import Batcher
 from actorflow.actors.inbound import Inbound, MalformedMessage
 from actorflow.actors.landing import land
 from actorflow.actors.memory import ShmAllocator
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
+from actorflow.actors.unit_loop import run_unit
 from actorflow.actors.unit_status import StatusResponder
 from actorflow.errors import ActorflowError, KernelError, MessageRejected
 from actorflow.plan.io import plan_from_bytes
@@ -62,8 +64,10 @@ class ProcessUnit:
         self.recorder = (Recorder.from_config(cfg.get("trace"), plan, tag=f"m{mid}-t{tid}")
                          or Recorder(plan, tag=f"m{mid}-t{tid}"))
         self.rt = rt = MachineRuntime(plan, [mid], allocator=self.alloc,
-                                      on_deliver=self._deliver, units=[(mid, tid)],
-                                      producer_of=view.producer_of, recorder=self.recorder)
+                                      units=[(mid, tid)], producer_of=view.producer_of,
+                                      recorder=self.recorder)
+        # output pieces go to the node in batches: one copy out of the regst, then frames
+        self.batcher = rt.batcher = Batcher(self._deliver)
         for t in rt.tasks:  # regsts produced by other units / remote receive buffers
             for i in t.consumed_ids():
                 if i not in rt.memory:
@@ -142,49 +146,20 @@ class ProcessUnit:
     def report(self, kind: int, body: Any, arrays: list | tuple = ()) -> None:
         self.router.send_to(self.node_addr, kind, body, arrays)
 
-    def _deliver(self, task: Task | None, piece_id: int, arrays: dict) -> None:
-        if task is not None:
-            self.report(uw.DELIVER, [task.task_id, piece_id], list(arrays.items()))
+    def _deliver(self, task: Task, piece_ids: list[int], arrays: dict) -> None:
+        self.report(uw.DELIVER, [task.task_id, piece_ids], list(arrays.items()))
 
     def run(self) -> None:
         """Dispatch messages until every actor exited; raises ``Stopped`` on STOP."""
         unit = self.unit
         if unit is None:
             return
-        recv = self._recv
-        local, inbox, stream, dispatch = unit.local, unit.inbox, unit.stream, unit.dispatch
-        ppid = os.getppid()
-        take = self._take
-        msg: Msg | None
         for early in self.early:
-            msg = take(early)
+            msg = self._take(early)
             if msg is not None:
-                local.append(msg)
+                unit.local.append(msg)
         self.early = []
-        while unit.live > 0:
-            if local:
-                msg = local.popleft()
-            elif not inbox.empty():  # commands the runtime queued itself (push_feed)
-                msg = inbox.get_nowait()
-                if not isinstance(msg, Msg):
-                    raise Stopped
-            else:
-                if stream.has_pending():  # an async stream: poll completions between waits
-                    unit._drain_stream()
-                    if local or not self.inbox.poll(0.001):
-                        continue
-                # one blocking recv, woken every 200 ms to check that the node is alive
-                m = recv(0.2)
-                if m is None:
-                    if os.getppid() != ppid:
-                        raise Stopped from None  # the node is gone
-                    continue
-                if m is _DROPPED:
-                    continue
-                msg = take(m) if m.kind or m.metas else self._check(m)
-                if msg is None:
-                    continue
-            dispatch(msg)
+        run_unit(unit, _SocketSource(self))
 
     def wait_stop(self, limit: float = 60.0) -> None:
         """After an error: keep the process (and its sockets) until the node says stop."""
@@ -214,6 +189,38 @@ class ProcessUnit:
         self.inbox.close()
         self.outbox.close(linger_ms=5000 if flush else 0)
         self.alloc.close()
+
+
+class _SocketSource:
+    """A process unit's messages: its own inbox socket, plus the commands its runtime
+    queued itself (a fed piece's CMD); the blocking receive wakes every ``WAIT`` seconds
+    to check that the node is alive."""
+
+    def __init__(self, pu: ProcessUnit) -> None:
+        assert pu.unit is not None
+        self.recv = pu._recv  # inbound validation (actors/inbound.py) before landing
+        self.queue = pu.unit.inbox
+        self.take = pu._take
+        self.check = pu._check
+        self.ppid = os.getppid()
+
+    def next(self, timeout: float) -> Msg | None:
+        if not self.queue.empty():
+            msg = self.queue.get_nowait()
+            if not isinstance(msg, Msg):
+                raise Stopped
+            return msg
+        m = self.recv(timeout)
+        if m is None or m is _DROPPED:
+            return None
+        if m.kind or m.metas:
+            return self.take(m)
+        return self.check(m)
+
+    def idle(self) -> bool:
+        if os.getppid() != self.ppid:
+            raise Stopped  # the node is gone
+        return True
 
 
 def error_body(e: BaseException, where: str) -> dict:

@@ -2,8 +2,9 @@
 
 Tasks with the same ``(machine_id, thrd_id)`` share one execution unit: one thread, one
 inbox, one stream.  A unit takes a message, hands it to the actor's pure state machine,
-and executes the returned actions in order.  Messages between actors of the same unit go
-through a local deque and never touch a queue or a socket.
+and executes the returned actions in order; the loop is ``unit_loop.run_unit``, shared
+with process units (only where messages come from differs).  Messages between actors of
+the same unit go through a local deque and never touch a queue or a socket.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from actorflow.actors.delivery import Batcher
 from actorflow.actors.executors import ActorHost
 from actorflow.actors.hosting import Deliver, Recorder
 from actorflow.actors.memory import Allocator, HostAllocator
+from actorflow.actors.unit_loop import run_unit
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
 from actorflow.plan.memory import check_fits, desc_bytes
 from actorflow.plan.model import Plan, Task
@@ -73,28 +76,7 @@ class ThreadUnit:
             rt.fail(ProtocolError(f"unit {self.name} crashed: {type(e).__name__}: {e}"), e)
 
     def _loop(self) -> None:
-        rt = self.runtime
-        local, inbox, dispatch = self.local, self.inbox, self.dispatch
-        while self.live > 0:
-            if local:
-                msg = local.popleft()
-            else:
-                if self.stream.has_pending():  # async stream: poll completions, then messages
-                    self._drain_stream()
-                    try:
-                        msg = inbox.get(timeout=0.0005)
-                    except queue.Empty:
-                        continue
-                else:
-                    try:
-                        msg = inbox.get(timeout=0.2)
-                    except queue.Empty:
-                        if rt.stopping:
-                            return
-                        continue
-                if msg is _STOP:
-                    return
-            dispatch(msg)
+        run_unit(self, _QueueSource(self))
 
     def dispatch(self, msg: Msg) -> None:
         """Hand one message to its actor and execute what it returns (every unit's loop)."""
@@ -158,6 +140,28 @@ class ThreadUnit:
             h, acts = pending.popleft()
 
 
+class _QueueSource:
+    """A thread unit's messages: its inbox queue (other units, the node's receiver)."""
+
+    def __init__(self, unit: ThreadUnit) -> None:
+        self.get = unit.inbox.get
+        self.runtime = unit.runtime
+        self.stopped = False
+
+    def next(self, timeout: float) -> Msg | None:
+        try:
+            msg = self.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if msg is _STOP:
+            self.stopped = True
+            return None
+        return msg
+
+    def idle(self) -> bool:
+        return not (self.stopped or self.runtime.stopping)
+
+
 class MachineRuntime:
     """Hosts the actors of some machines of a plan on threads and routes their messages.
 
@@ -187,6 +191,7 @@ class MachineRuntime:
         self.recorder = recorder
         self.allocator = allocator or HostAllocator()
         self.on_deliver = on_deliver
+        self.batcher: Batcher | None = None  # output pieces in batches (actors/delivery.py)
         self.stopping = False
         self.error: BaseException | None = None
         self._lock = threading.Lock()
@@ -308,7 +313,12 @@ class MachineRuntime:
             return q.popleft()
 
     def deliver(self, task: Task, piece_id: int, arrays: dict) -> None:
+        """An output actor's piece; ``arrays`` are its regst (reused once the act is done):
+        a ``batcher`` copies them into a batch, ``on_deliver`` gets its own copies."""
+        if self.batcher is not None:
+            self.batcher.add(task, piece_id, arrays)
+            return
         if self.on_deliver is None:
             raise KernelError(task.label, task.task_id, task.machine_id, piece_id,
                               "output actor has no client to deliver to")
-        self.on_deliver(task, piece_id, arrays)
+        self.on_deliver(task, piece_id, {k: v.copy() for k, v in arrays.items()})

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from actorflow.actors.delivery import Batcher
 from actorflow.actors.landing import land
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
@@ -31,6 +32,8 @@ class ThreadHosting:
         self.runtime = MachineRuntime(
             view.plan, [view.machine_id], recorder=node.recorder, on_deliver=node.on_deliver,
             producer_of=view.producer_of)
+        if node.on_batch is not None:  # output pieces in batches, flushed by the node's owner
+            self.runtime.batcher = Batcher(node.on_batch)
         mem = self.runtime.memory
         for i, d in view.remote_descs.items():  # receive buffers for remote inputs
             mem[i] = self.runtime.allocator.allocate(d)
@@ -67,6 +70,10 @@ class ThreadHosting:
     def unit_message(self, m: Message) -> None:
         raise TransportError(f"{self.node.name}: unexpected {kind_name(m.kind)} message "
                              "(thread units take only actor messages)")
+
+    def flush_outputs(self) -> None:
+        if self.runtime.batcher is not None:
+            self.runtime.batcher.flush()
 
     def stop(self, error: BaseException) -> None:
         self.runtime.fail(error)

@@ -1,4 +1,4 @@
-"""A worker's side of the control plane: one DEALER socket to the master, one thread.
+"""A worker's side of the control plane: one "dealer" comm to the master, one thread.
 
 Every wait sends heartbeats, notices an ``abort`` from the master, and gives up when the
 master has been silent for ``master_timeout`` seconds, so a worker never hangs on a dead or
@@ -12,12 +12,13 @@ import time
 from collections import deque
 from typing import Any
 
-import zmq
-
-from actorflow.errors import LaunchError, WaitTimeout
-from actorflow.launcher import clock, wire
+from actorflow.errors import LaunchError, MessageRejected, WaitTimeout
+from actorflow.launcher import clock
 from actorflow.launcher.ports import resolve
-from actorflow.transport.auth import secure_client
+from actorflow.launcher.wire import CTRL, body_of
+from actorflow.transport.comm import Comm, connect
+from actorflow.transport.registry import tcp_address
+from actorflow.transport.security import Security
 
 HEARTBEAT_EVERY = 0.5
 
@@ -28,7 +29,8 @@ class Aborted(LaunchError):
 
 class ControlClient:
     def __init__(self, master_host: str, master_port: int, rank: int, world_size: int, *,
-                 connect_timeout: float = 30.0, master_timeout: float = 3.0) -> None:
+                 connect_timeout: float = 30.0, master_timeout: float = 3.0,
+                 security: Security | None = None) -> None:
         self.rank, self.world_size = rank, world_size
         self.where = f"{master_host}:{master_port}"
         self.connect_timeout = connect_timeout
@@ -36,12 +38,10 @@ class ControlClient:
         self.clock = clock.ClockSample(0.0, 0.0)
         self.pieces = 0  # reported with every heartbeat (progress per machine)
         self._inbox: deque[dict] = deque()
-        self._ctx = zmq.Context()
-        self._sock = self._ctx.socket(zmq.DEALER)
-        self._sock.linger = 1000
-        self._endpoint = f"tcp://{resolve(master_host)}:{master_port}"
-        secure_client(self._sock)
-        self._sock.connect(self._endpoint)
+        self.security = security
+        self._endpoint = tcp_address(resolve(master_host), master_port)
+        self._comm: Comm = connect(self._endpoint, "dealer", security=security, linger_ms=1000,
+                                   name=f"rank {rank}'s control comm", plane="control")
         self._hb: threading.Thread | None = None
         self._hb_stop = threading.Event()
         self._last_rx = time.monotonic()
@@ -84,8 +84,10 @@ class ControlClient:
         self.wait_for({"barrier_ok"}, timeout, f"barrier '{name}' (all {self.world_size} ranks)")
 
     # -- messages --------------------------------------------------------------------------
-    def send(self, t: str, **fields: Any) -> None:
-        self._sock.send(wire.pack(t, **fields))
+    def send(self, t: str, arrays: list | tuple = (), **fields: Any) -> None:
+        """A control message; ``arrays`` (name, array) go as zero-copy frames."""
+        fields["t"] = t
+        self._comm.send(CTRL, fields, arrays)
         self._last_tx = time.monotonic()
 
     def poll(self, timeout: float) -> list[dict]:
@@ -127,32 +129,30 @@ class ControlClient:
         self._hb.start()
 
     def _beat(self) -> None:
-        sock = self._ctx.socket(zmq.DEALER)
-        sock.linger = 0
-        secure_client(sock)
-        sock.connect(self._endpoint)
+        comm = connect(self._endpoint, "dealer", security=self.security, linger_ms=0,
+                       name=f"rank {self.rank}'s heartbeat comm", plane="control")
         try:
             while not self._hb_stop.wait(HEARTBEAT_EVERY):
-                sock.send(wire.pack("hb", rank=self.rank, pieces=self.pieces))
+                comm.send(CTRL, {"t": "hb", "rank": self.rank, "pieces": self.pieces})
         finally:
-            sock.close()
+            comm.close()
 
     def close(self) -> None:
         if self._hb is not None:
             self._hb_stop.set()
             self._hb.join(2.0)
-        self._sock.close()
-        self._ctx.term()
+        self._comm.close(1000)
 
     # -- internals -------------------------------------------------------------------------
     def _pump(self, timeout: float) -> None:
         now = time.monotonic()
         if now - self._last_tx >= HEARTBEAT_EVERY and self._connected:
             self.send("hb", pieces=self.pieces)
-        sock = self._sock
-        if sock.poll(int(timeout * 1000)):
-            while int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
-                self._inbox.append(wire.unpack(sock.recv(), f"the master at {self.where}"))
+        m = self._recv(timeout)
+        if m is not None:
+            while m is not None:
+                self._inbox.append(m)
+                m = self._recv(0)
             self._last_rx = time.monotonic()
         elif self._connected and time.monotonic() - self._last_rx > self.master_timeout:
             raise LaunchError(f"rank {self.rank} lost the master at {self.where}: no message "
@@ -169,11 +169,20 @@ class ControlClient:
                         f"{timeout:.1f}s (is rank 0 running? check MASTER_ADDR/MASTER_PORT)")
                 raise WaitTimeout(f"rank {self.rank} waited {timeout:.1f}s for a clock reply "
                                   f"from {self.where}")
-            if self._sock.poll(int(min(left, 0.1) * 1000)):
-                msg = wire.unpack(self._sock.recv(), f"the master at {self.where}")
+            msg = self._recv(min(left, 0.1))
+            if msg is not None:
                 self._last_rx = time.monotonic()
                 self._connected = True
                 if msg["t"] in types:
                     return msg
                 if msg["t"] != "hb":
                     self._inbox.append(msg)
+
+    def _recv(self, timeout: float) -> dict | None:
+        m = self._comm.recv(timeout)
+        if m is None:
+            return None
+        try:
+            return body_of(m, f"the master at {self.where}")
+        except MessageRejected as e:
+            raise LaunchError(f"rank {self.rank}: {e}") from e

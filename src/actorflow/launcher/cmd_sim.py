@@ -21,8 +21,8 @@ examples:
   flowlaunch sim examples/sample_pipeline.py --machines 2 --json --log-dir logs/
 
 Each machine is one `flowlaunch worker` process (rank 0 hosts the master); machines talk
-over tcp on 127.0.0.1.  Output pieces are collected by the master; a job file's
-check(outputs) hook, when present, compares them with numpy.
+over tcp on 127.0.0.1.  Output pieces stream to flowlaunch (kept only for --out); a job
+file's check(outputs) hook, when present, compares them with numpy.
 
 A Python file that defines no build_plan/build_job/job is an SPMD script: N copies run with
 MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK/LOCAL_RANK set (as with --nproc-per-node N):

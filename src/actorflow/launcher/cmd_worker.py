@@ -64,7 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop (cleanly) when stdin closes: set by `flowlaunch run`, whose ssh "
                         "channel is this worker's stdin")
     p.add_argument("--monitor", action="store_true",
-                   help="rank 0: wait for flowlaunch's monitor before starting (set by sim/run)")
+                   help="rank 0: wait for flowlaunch's monitor before starting, and take the "
+                        "compiled plan from it when PLAN is not given (set by sim/run)")
+    p.add_argument("--deliver", metavar="ADDRESS",
+                   help="send output pieces straight to this listener (flowlaunch's output "
+                        "sink; set by sim/run) instead of through the master")
     p.set_defaults(func=main)
 
 
@@ -79,5 +83,6 @@ def main(args: argparse.Namespace) -> int:
         out=args.out, connect_timeout=args.connect_timeout, join_timeout=args.join_timeout,
         heartbeat_timeout=args.heartbeat_timeout, trace=args.trace,
         stall_timeout=args.stall_timeout, monitor=args.monitor,
-        exit_on_stdin_eof=args.exit_on_stdin_eof, master_bind_all=args.master_bind_all)
+        exit_on_stdin_eof=args.exit_on_stdin_eof, master_bind_all=args.master_bind_all,
+        deliver=args.deliver)
     return run_worker(cfg)

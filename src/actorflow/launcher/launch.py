@@ -1,9 +1,11 @@
 """Run a plan on a cluster of workers: what ``flowlaunch sim`` and ``flowlaunch run`` share.
 
-The launcher loads the plan once itself (so a bad plan fails here, in one line, before any
-process starts), starts one ``flowlaunch worker`` per machine through a *spawner* (a local
-process, or ssh), watches them with a RunLoop and the master through a Monitor, then saves
-``--out``, runs the job's ``check(outputs)`` and prints the summary (or ``--json``).
+The launcher compiles and validates the plan once (so a bad plan fails here, in one line,
+before any process starts) and hands it to rank 0's master as bytes through its Monitor;
+it starts one ``flowlaunch worker`` per machine through a *spawner* (a local process, or
+ssh), watches them with a RunLoop, takes output pieces straight from the workers in an
+OutputSink (``--out`` is written as they arrive; without it none are kept), then runs the
+job's ``check(outputs)`` and prints the summary (or ``--json``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,11 +31,14 @@ from actorflow.launcher.keys import (
     write_private,
 )
 from actorflow.launcher.monitor import Monitor
-from actorflow.launcher.outputs import outputs_from_results, run_check, save_outputs
+from actorflow.launcher.outputs import run_check
+from actorflow.launcher.ports import local_address_towards
 from actorflow.launcher.report import summary_json, summary_line
 from actorflow.launcher.run_loop import RunLoop
+from actorflow.launcher.sink import OutputSink
 from actorflow.launcher.supervisor import Supervisor
 from actorflow.launcher.trace_options import add_trace_options, check_trace_dir, trace_worker_args
+from actorflow.plan.io import plan_to_bytes
 from actorflow.plan.memory import bytes_per_machine, check_fits
 from actorflow.plan.model import Plan
 from actorflow.trace.recorder import default_dump_dir, prune_dumps
@@ -101,6 +107,11 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     console = sys.stderr if args.json else sys.stdout
     sup = Supervisor(args.log_dir, console, args.grace)
     master = f"{cluster.master_host}:{cluster.master_port}"
+    sink_host = ("127.0.0.1" if all(h in ("127.0.0.1", "localhost") for h in cluster.hosts)
+                 else local_address_towards(cluster.hosts[0]))
+    sink = OutputSink(sink_host, args.out, keep=check is not None)
+    monitor = None
+    code = 1
     try:
         key_args, stdin_data = [], None
         if key is not None and cluster.stdin_link:  # remote: the ssh session's stdin
@@ -112,10 +123,9 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
                      "--unit", args.unit, "--run-id", run_id,
                      "--heartbeat-timeout", str(args.heartbeat_timeout),
                      "--join-timeout", str(args.join_timeout),
-                     "--connect-timeout", str(args.join_timeout)]
+                     "--connect-timeout", str(args.join_timeout), "--deliver", sink.address]
             if rank == 0:
-                wargs.insert(1, str(Path(args.plan).resolve()))
-                wargs.append("--monitor")
+                wargs.append("--monitor")  # the plan comes compiled, through the monitor
             if args.pieces is not None:
                 wargs += ["--pieces", str(args.pieces)]
             if cluster.stdin_link:
@@ -130,13 +140,16 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
             sup.spawn(rank, host, argv, env, stdin_link=cluster.stdin_link,
                       stdin_data=stdin_data)
         monitor = Monitor(cluster.master_host, cluster.master_port, n, sys.stderr,
-                          show_progress=not args.quiet)
-        loop = RunLoop(sup, monitor, timeout=args.timeout)
+                          show_progress=not args.quiet, plan=plan_to_bytes(plan))
+        loop = RunLoop(sup, monitor, timeout=args.timeout, sink=sink)
         code = loop.run()
+        final = monitor.final
+        if code == 0 and final is not None:
+            _drain(sink, final["summary"])
     finally:
         sup.teardown()
         remove_leftovers(run_id)
-    final = monitor.final
+        sink.close(ok=code == 0 and monitor is not None and monitor.final is not None)
     if code == 0 and final is None:
         print("flowlaunch: run failed: rank 0 exited without sending the final summary",
               file=sys.stderr)
@@ -145,12 +158,11 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     extra: dict = {"ok": code == 0, "job": plan.job.name, "machines_count": n,
                    "run_id": run_id, "exit_code": code}
     if code == 0 and final is not None:
-        outputs = outputs_from_results(final.get("results", {}))
+        extra["outputs"] = dict(sink.counts)
         if args.out:
-            save_outputs(args.out, outputs)
             extra["out"] = str(args.out)
         if check is not None:
-            ok, line = run_check(check, outputs)
+            ok, line = run_check(check, sink.outputs())
             extra["check"] = line
             if not ok:
                 code = 1
@@ -160,6 +172,19 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     elif code == 0 or final is not None:
         print(summary_line(plan.job.name, n, summary, extra), file=sys.stdout)
     return code
+
+
+def _drain(sink: OutputSink, summary: dict, wait: float = 5.0) -> None:
+    """Take the pieces still in flight: every output the workers counted must arrive."""
+    want = int(summary.get("pieces", 0))
+    deadline = time.monotonic() + wait
+    sink.poll(0)
+    while max(sink.counts.values(), default=0) < want and time.monotonic() < deadline:
+        sink.poll(0.05)
+    got = max(sink.counts.values(), default=0)
+    if got < want:
+        raise LaunchError(f"the workers delivered {want} output pieces but the launcher "
+                          f"received {got} within {wait:.0f}s")
 
 
 def remove_leftovers(run_id: str) -> None:

@@ -1,7 +1,7 @@
 """The control plane's master (rank 0): rendezvous, plan distribution, supervision.
 
-One thread owns one ZeroMQ ROUTER socket at ``MASTER_ADDR:MASTER_PORT``.  Workers (and an
-optional monitor, the launcher) talk to it with msgpack messages (``wire.py``):
+One thread owns one "router" listener (transport) at ``MASTER_ADDR:MASTER_PORT``.  Workers
+(and an optional monitor, the launcher) talk to it with control messages (``wire.py``):
 
     sync      -> sync            NTP-style clock exchange (``clock.py``), before hello
     hello     -> plan | reject   rank, world size, host, pid, clock offset; the plan (this
@@ -13,29 +13,36 @@ optional monitor, the launcher) talk to it with msgpack messages (``wire.py``):
                                  seconds is declared lost and the run aborted
     result, error, done          output pieces, the first error (the root cause), completion
     -> shutdown | abort, bye     orderly end, or abort after a failure
-    watch     -> progress, final the monitor's feed: progress lines and the final summary
+    watch     -> progress, final the monitor's feed: progress lines and the final summary;
+                                 a launcher's watch may carry the compiled plan (``plan=None``
+                                 here): it was compiled and validated once, by the launcher
+
+Output pieces do not pass through here when the launcher has an output sink (workers send
+them straight to it and report counts with ``done``); otherwise ``result`` messages carry
+batches as frames and rank 0 keeps them for ``--out``.
 
 ``clock_offsets`` holds, per machine, master clock minus worker clock (seconds).
 """
 
 from __future__ import annotations
 
+import errno
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import zmq
-
-from actorflow.errors import LaunchError, TransportError, WaitTimeout
-from actorflow.launcher import wire
+from actorflow.errors import LaunchError, MessageRejected, TransportError, WaitTimeout
 from actorflow.launcher.ports import resolve
 from actorflow.launcher.store import Store
-from actorflow.plan.io import plan_to_bytes
+from actorflow.launcher.wire import CTRL, body_of
+from actorflow.plan.io import plan_from_bytes, plan_to_bytes
 from actorflow.plan.model import Plan
 from actorflow.plan.shares import machine_shares, peer_machines
-from actorflow.transport.auth import secure_server, stop_zap
+from actorflow.transport.comm import Listener, Message, listen
+from actorflow.transport.registry import tcp_address
+from actorflow.transport.security import Security
 
 HEARTBEAT_EVERY = 0.5
 MONITOR_WAIT = 10.0  # seconds a run waits for the launcher's monitor before starting anyway
@@ -65,7 +72,8 @@ class ControlMaster:
                  host: str, port: int, *, run_id: str = "", pieces: int | None = None,
                  heartbeat_timeout: float = 2.0, join_timeout: float = 60.0,
                  expect_monitor: bool = False, bind_all: bool = False,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None,
+                 security: Security | None = None) -> None:
         self.world_size = world_size
         self.host, self.port = host, port
         self.run_id = run_id
@@ -78,14 +86,9 @@ class ControlMaster:
         self.log = log or (lambda s: None)
         self.setup_error = ""
         self.plan: Plan | None = None
-        try:
-            self.plan = plan(world_size) if callable(plan) else plan
-            if self.plan is not None and self.plan.machines.count > world_size:
-                raise LaunchError(
-                    f"the plan is for {self.plan.machines.count} machines but the cluster has "
-                    f"{world_size} (pass --machines/--world-size {self.plan.machines.count})")
-        except Exception as e:  # reported to every worker at hello, so nobody waits
-            self.setup_error = f"rank 0 could not load the plan: {e}".splitlines()[0]
+        self._set_plan(plan)
+        # no plan but a launcher watching: it sends the plan it compiled (else: rendezvous)
+        self._awaiting_plan = plan is None and expect_monitor
         self.ranks: dict[int, RankInfo] = {}
         self.by_ident: dict[bytes, int] = {}
         self.monitors: set[bytes] = set()
@@ -100,15 +103,25 @@ class ControlMaster:
         self.t_run = 0.0
         self.t_end = 0.0
         self.finished = threading.Event()
-        self._ctx = zmq.Context()
-        self._sock = self._ctx.socket(zmq.ROUTER)
-        self._sock.linger = 2000
+        self.security = security
+        self._server: Listener | None = None
         self._thread: threading.Thread | None = None
         self._last_hb = 0.0
         self._last_progress = 0.0
         self._final_acked = False
         self._closing = False
         self.ignored: dict[bytes, int] = {}  # peer identity -> malformed messages dropped
+
+    def _set_plan(self, plan: Plan | Callable[[int], Plan] | None) -> None:
+        try:
+            self.plan = plan(self.world_size) if callable(plan) else plan
+            if self.plan is not None and self.plan.machines.count > self.world_size:
+                raise LaunchError(
+                    f"the plan is for {self.plan.machines.count} machines but the cluster has "
+                    f"{self.world_size} (pass --machines/--world-size "
+                    f"{self.plan.machines.count})")
+        except Exception as e:  # reported to every worker at hello, so nobody waits
+            self.setup_error = f"rank 0 could not load the plan: {e}".splitlines()[0]
 
     # -- public --------------------------------------------------------------------------
     @property
@@ -126,20 +139,17 @@ class ControlMaster:
             self.log(f"listening on {ip} only ({self.host} resolves to loopback): workers on "
                      "other hosts cannot reach it; pass --master-bind-all or an address "
                      "of this host's network interface as the master")
-        addr = f"tcp://{ip}:{self.port}"
-        try:
-            secure_server(self._sock)  # CURVE with the run's key (none: --insecure)
-            self._sock.bind(addr)
-        except zmq.ZMQError as e:
-            self._sock.close(0)
-            stop_zap(self._ctx)
-            self._ctx.term()
-            if e.errno == zmq.EADDRINUSE:
+        addr = tcp_address(ip, self.port)
+        try:  # CURVE with the run's key through the transport's Security hook (none: --insecure)
+            self._server = listen(addr, "router", security=self.security, name="the master",
+                                  plane="control")
+        except TransportError as e:
+            if getattr(e.__cause__, "errno", None) == errno.EADDRINUSE:
                 raise LaunchError(f"master port {self.port} on {self.host} is already in use; "
                                   "choose another --master-port (0 picks a free one)") from e
             raise LaunchError(f"rank 0 cannot bind the master at {addr}: {e} (MASTER_ADDR must "
                               "be an address of rank 0's host)") from e
-        self.endpoint = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.endpoint = self._server.address
         self._thread = threading.Thread(target=self._main, name="actorflow-master", daemon=True)
         self._thread.start()
         return self.endpoint
@@ -154,9 +164,8 @@ class ControlMaster:
         self.phase = "closed"
         if self._thread is not None:
             self._thread.join(5.0)
-        self._sock.close(linger=500)  # enough to flush a last abort/shutdown to workers
-        stop_zap(self._ctx)
-        self._ctx.term()
+        if self._server is not None:
+            self._server.close(500)  # enough to flush a last abort/shutdown to workers
 
     def summary(self) -> dict:
         wall = (self.t_end or time.monotonic()) - (self.t_run or self.t_start)
@@ -183,25 +192,19 @@ class ControlMaster:
             self.finished.set()
 
     def _loop(self) -> None:
-        poller = zmq.Poller()
-        poller.register(self._sock, zmq.POLLIN)
+        wait = 0.1
         while self.phase not in ("ended", "aborted", "closed"):
-            if poller.poll(100):
-                sock = self._sock
-                while int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:  # no zmq.Again exceptions
-                    frames = sock.recv_multipart()
-                    if len(frames) != 2:  # identity + one message: anything else is dropped
-                        self._ignore(frames[0], f"a control message of {len(frames) - 1} "
-                                                "frames (expected 1)")
-                        continue
-                    ident, data = frames
-                    try:
-                        self._handle(ident, wire.unpack(data, f"peer {ident!r}"))
-                    except TransportError as e:  # a stranger's bytes must not end the run
-                        self._ignore(ident, str(e))
-                    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-                        self._ignore(ident, f"a malformed control message: "
-                                            f"{type(e).__name__}: {e}")
+            m = self._recv(wait)
+            while m is not None:  # everything waiting, then the clock's work
+                ident = m.peer or b""
+                try:
+                    self._handle(ident, body_of(m, f"peer {ident!r}"), m)
+                except TransportError as e:  # a stranger's bytes must not end the run
+                    self._ignore(ident, str(e))
+                except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+                    self._ignore(ident, f"a malformed control message: "
+                                        f"{type(e).__name__}: {e}")
+                m = self._recv(0)
             self._tick(time.monotonic())
         if self.phase == "aborted":
             self._drain_byes(3.0)
@@ -240,7 +243,15 @@ class ControlMaster:
             self.phase = "ended"
 
     # -- messages ------------------------------------------------------------------------
-    def _handle(self, ident: bytes, msg: dict) -> None:
+    def _recv(self, timeout: float) -> Message | None:
+        assert self._server is not None
+        try:
+            return self._server.recv(timeout)
+        except MessageRejected as e:  # a stranger's bytes must not end the run
+            self._ignore(b"", str(e))
+            return None
+
+    def _handle(self, ident: bytes, msg: dict, m: Message | None = None) -> None:
         t = msg["t"]
         if t == "sync":
             t1 = time.time()
@@ -248,6 +259,12 @@ class ControlMaster:
             return
         if t == "watch":
             self.monitors.add(ident)
+            if self._awaiting_plan and msg.get("plan") is not None:
+                self._awaiting_plan = False
+                self._set_plan(plan_from_bytes(msg["plan"], "the plan sent by the launcher"))
+                self._told_all()
+                if self.plan is not None and len(self.ranks) == self.world_size:
+                    self._distribute()
             self._send(ident, "watching", world_size=self.world_size, run_id=self.run_id)
             return
         if t == "final_ack":
@@ -268,6 +285,9 @@ class ControlMaster:
             return
         info = self.ranks[rank]
         info.last_seen = time.monotonic()
+        if t == "result":  # the one message with frames
+            self._on_result(info, msg, m)
+            return
         handler = _HANDLERS.get(t)
         if handler is None:
             self._fail({"rank": rank, "kind": "protocol",
@@ -307,8 +327,19 @@ class ControlMaster:
         self.by_ident[ident] = rank
         self.log(f"rank {rank} joined from {info.host} pid {info.pid} "
                  f"(clock offset {info.clock.get('offset', 0.0) * 1e3:+.3f} ms)")
-        if len(self.ranks) == self.world_size:
-            self._distribute()
+        if len(self.ranks) == self.world_size and not self._awaiting_plan:
+            self._distribute()  # (else the launcher's plan is still on its way)
+
+    def _told_all(self) -> None:
+        """A plan from the launcher that failed to load: tell the ranks that already joined."""
+        if not self.setup_error:
+            return
+        for rank, info in list(self.ranks.items()):
+            self._send(info.ident, "reject", reason=self.setup_error)
+            self._told.add(rank)
+        if len(self._told) >= self.world_size:
+            self._fail({"rank": 0, "kind": "setup", "message": self.setup_error})
+            self.phase = "aborted"
 
     def _distribute(self) -> None:
         self.phase = "setup"
@@ -355,14 +386,15 @@ class ControlMaster:
     def _on_hb(self, ident: bytes, info: RankInfo, msg: dict) -> None:
         info.pieces = int(msg.get("pieces", info.pieces))
 
-    def _on_result(self, ident: bytes, info: RankInfo, msg: dict) -> None:
-        name = str(msg["name"])
-        self.result_counts[name] = self.result_counts.get(name, 0) + 1
-        if self.expect_monitor and self.monitors:  # stream: rank 0 holds no output pieces
-            self._to_monitors("result", name=name, piece=int(msg["piece"]), blobs=msg["blobs"])
-        else:
-            self.results.setdefault(name, {})[int(msg["piece"])] = msg["blobs"]
-        info.pieces = max(info.pieces, int(msg.get("pieces", 0)))
+    def _on_result(self, info: RankInfo, msg: dict, m: Message | None) -> None:
+        """A batch of output pieces (no launcher sink): kept for rank 0's ``--out``."""
+        name, ids = str(msg["name"]), [int(p) for p in msg["pieces"]]
+        arrays = m.arrays() if m is not None else {}
+        kept = self.results.setdefault(name, {})
+        for i, p in enumerate(ids):
+            kept[p] = {k: a[i] for k, a in arrays.items()}
+        self.result_counts[name] = self.result_counts.get(name, 0) + len(ids)
+        info.pieces = max(info.pieces, int(msg.get("delivered", 0)))
 
     def _on_error(self, ident: bytes, info: RankInfo, msg: dict) -> None:
         info.status = "failed"
@@ -373,6 +405,8 @@ class ControlMaster:
 
     def _on_done(self, ident: bytes, info: RankInfo, msg: dict) -> None:
         info.status = "done"
+        for name, n in (msg.get("outputs") or {}).items():  # sent to the launcher's sink
+            self.result_counts[str(name)] = self.result_counts.get(str(name), 0) + int(n)
         info.pieces = int(msg.get("pieces", info.pieces))
         if self.phase == "run" and all(i.status == "done" for i in self.ranks.values()):
             self.t_end = time.monotonic()
@@ -418,9 +452,13 @@ class ControlMaster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not self._closing and any(
                 i.status not in ("failed", "lost", "bye", "aborted") for i in self.ranks.values()):
-            if self._sock.poll(100):
-                ident, data = self._sock.recv_multipart()
-                msg = wire.unpack(data)
+            m = self._recv(0.1)
+            if m is not None:
+                try:
+                    msg = body_of(m)
+                except MessageRejected:
+                    continue
+                ident = m.peer or b""
                 rank = self.by_ident.get(ident)
                 if msg["t"] in ("bye", "error") and rank is not None:
                     info = self.ranks[rank]
@@ -430,45 +468,45 @@ class ControlMaster:
                     self.monitors.add(ident)
 
     def _progress(self) -> dict:
-        done = max(self.result_counts.values(), default=0)
+        done = max([*self.result_counts.values(), *(i.pieces for i in self.ranks.values())],
+                   default=0)
         return {"pieces": done, "elapsed": time.monotonic() - (self.t_run or self.t_start),
                 "per_machine": {str(r): i.pieces for r, i in sorted(self.ranks.items())}}
 
     def _send_final(self) -> None:
         if not self.monitors:
             return
-        results = {name: [[p, v[p]] for p in sorted(v)] for name, v in self.results.items()}
-        self._to_monitors("final", summary=self.summary(), results=results)
+        self._to_monitors("final", summary=self.summary())
         deadline = time.monotonic() + 5.0
         while not self._final_acked and time.monotonic() < deadline and not self._closing:
-            if self._sock.poll(100):
-                _ident, data = self._sock.recv_multipart()
-                if wire.unpack(data)["t"] == "final_ack":
-                    self._final_acked = True
+            m = self._recv(0.1)
+            if m is not None and m.kind == CTRL and isinstance(m.body, dict) and (
+                    m.body.get("t") == "final_ack"):
+                self._final_acked = True
 
     # -- sending -------------------------------------------------------------------------
-    def _send(self, ident: bytes, t: str, **fields: Any) -> None:
-        self._sock.send_multipart([ident, wire.pack(t, **fields)])
+    def _send(self, ident: bytes, t: str, arrays: list | tuple = (), **fields: Any) -> None:
+        assert self._server is not None
+        fields["t"] = t
+        self._server.send(ident, CTRL, fields, arrays)
 
     def _reply(self, replies: list[tuple[bytes, str, dict]]) -> None:
         for ident, t, fields in replies:
             self._send(ident, t, **fields)
 
     def _broadcast(self, t: str, **fields: Any) -> None:
-        data = wire.pack(t, **fields)
         for i in self.ranks.values():
             if i.status not in ("lost", "bye"):
-                self._sock.send_multipart([i.ident, data])
+                self._send(i.ident, t, **fields)
 
-    def _to_monitors(self, t: str, **fields: Any) -> None:
-        data = wire.pack(t, **fields)
+    def _to_monitors(self, t: str, arrays: list | tuple = (), **fields: Any) -> None:
         for ident in self.monitors:
-            self._sock.send_multipart([ident, data])
+            self._send(ident, t, arrays, **fields)
 
 
 _HANDLERS: dict[str, Callable[[ControlMaster, bytes, RankInfo, dict], None]] = {
     "hb": ControlMaster._on_hb, "addr": ControlMaster._on_addr,
-    "ready": ControlMaster._on_ready, "result": ControlMaster._on_result,
+    "ready": ControlMaster._on_ready,
     "error": ControlMaster._on_error, "done": ControlMaster._on_done,
     "bye": ControlMaster._on_bye, "kv_set": ControlMaster._on_kv_set,
     "kv_get": ControlMaster._on_kv_get, "barrier": ControlMaster._on_barrier,

@@ -1,4 +1,4 @@
-"""Output pieces at the end of a run: arrays from the wire, ``--out FILE.npz``, ``check()``.
+"""Output pieces at the end of a run: ``--out FILE.npz``, ``check()``.
 
 ``--out`` writes one array per output with the pieces stacked on axis 0 (key = output name;
 ``name.blob`` for outputs with several blobs), in ``np.savez`` format — no pickle.  A job file may
@@ -17,20 +17,16 @@ from typing import Any
 import numpy as np
 
 from actorflow.errors import LaunchError
-from actorflow.launcher import wire
 
 Outputs = dict[str, list[Any]]  # output name -> pieces (array, or dict of blob -> array)
 
 
-def outputs_from_results(results: dict[str, Any]) -> Outputs:
-    """Master results (``{name: {piece: blobs}}`` or ``{name: [[piece, blobs], ...]}``)."""
+def outputs_from_results(results: dict[str, dict[int, dict[str, np.ndarray]]]) -> Outputs:
+    """The master's kept pieces (``{name: {piece: {blob: array}}}``) in piece order."""
     out: Outputs = {}
     for name, pieces in results.items():
-        pairs = sorted(pieces.items()) if isinstance(pieces, dict) else sorted(
-            (int(p), b) for p, b in pieces)
-        vals = []
-        for _piece, blobs in pairs:
-            arrays = wire.blobs_from_wire(blobs)
+        vals: list[Any] = []
+        for _piece, arrays in sorted(pieces.items()):
             vals.append(next(iter(arrays.values())) if len(arrays) == 1 else arrays)
         out[name] = vals
     return out

@@ -17,6 +17,7 @@ from typing import Any
 from actorflow.actors.procstate import is_stopped
 from actorflow.launcher.monitor import Monitor
 from actorflow.launcher.report import failure_table, headline, root_cause
+from actorflow.launcher.sink import OutputSink
 from actorflow.launcher.supervisor import Supervisor
 
 FROZEN_AFTER = 1.0  # s a child may stay stopped before the run is failed and it blamed
@@ -24,9 +25,10 @@ FROZEN_AFTER = 1.0  # s a child may stay stopped before the run is failed and it
 
 class RunLoop:
     def __init__(self, sup: Supervisor, monitor: Monitor | None, *, settle: float = 1.0,
-                 timeout: float = 0.0) -> None:
+                 timeout: float = 0.0, sink: OutputSink | None = None) -> None:
         self.sup = sup
         self.monitor = monitor
+        self.sink = sink
         self.settle = settle
         self.timeout = timeout
         self.signum = 0
@@ -80,8 +82,13 @@ class RunLoop:
         t0 = time.monotonic()
         t_fail = 0.0
         stopped_since: dict[int, float] = {}
+        sink = self.sink
         while sup.running():
-            if mon is not None:
+            if sink is not None:  # output pieces arrive all the time: wait on them
+                if mon is not None:
+                    mon.poll(0)
+                sink.poll(0.05)
+            elif mon is not None:
                 mon.poll(0.05)
             else:
                 time.sleep(0.05)
@@ -110,6 +117,8 @@ class RunLoop:
             while (mon.final is None and time.monotonic() < deadline and not t_fail
                    and not self.frozen):
                 mon.poll(0.05)
+                if sink is not None:
+                    sink.poll(0)
         sup.teardown()
         err = self.master_error
         self.failed = (self.timed_out or bool(self.frozen) or bool(err)

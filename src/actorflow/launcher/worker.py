@@ -4,7 +4,7 @@ Lifecycle (rank 0 also runs the ControlMaster on a thread of this process):
 
     sync clock -> hello -> receive this machine's plan -> MachineNode(...).bind(host)
     -> send addr -> receive every machine's address -> connect, start -> ready
-    -> receive start -> start local sources -> forward output pieces, heartbeat
+    -> receive start -> start local sources -> output pieces in batches, heartbeat
     -> every local actor exited: done -> shutdown -> close -> bye
 
 Exit codes: 0 done, 1 this machine failed, 3 aborted because another machine failed,
@@ -24,13 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from actorflow.errors import ActorflowError, KernelError, LaunchError
-from actorflow.launcher import wire
 from actorflow.launcher.client import Aborted, ControlClient
 from actorflow.launcher.master import ControlMaster
 from actorflow.launcher.ports import local_address_towards
+from actorflow.launcher.wire import OUT
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Plan, Task
 from actorflow.trace.diagnostics import Diagnostics
+from actorflow.transport.comm import Comm, connect
+from actorflow.transport.registry import shutdown as shutdown_transport
 
 EXIT_OK, EXIT_FAILED, EXIT_ABORTED = 0, 1, 3
 
@@ -56,6 +58,7 @@ class WorkerConfig:
     exit_on_stdin_eof: bool = False  # behind ssh: stdin closing means the launcher is gone
     trace: str | None = None    # record every event to this directory (trace/)
     stall_timeout: float | None = None  # watchdog: fail when no actor progressed this long
+    deliver: str | None = None  # the launcher's output sink; None: outputs go to the master
 
 
 class _Signalled(BaseException):  # not an Exception: no handler may swallow it
@@ -122,9 +125,11 @@ def run_worker(cfg: WorkerConfig) -> int:
     code = EXIT_FAILED
     try:
         if cfg.rank == 0:
-            if cfg.target is None:
+            if cfg.target is None and not cfg.monitor:
                 raise LaunchError("rank 0 needs the plan: pass PLAN (a .plan file or job file)")
-            master = ControlMaster(cfg.world_size, plan_source(cfg.target), cfg.master_host,
+            # with a launcher (--monitor) and no PLAN, the plan comes compiled from it
+            source = plan_source(cfg.target) if cfg.target is not None else None
+            master = ControlMaster(cfg.world_size, source, cfg.master_host,
                                    cfg.master_port, run_id=cfg.run_id, pieces=cfg.pieces,
                                    heartbeat_timeout=cfg.heartbeat_timeout,
                                    join_timeout=cfg.join_timeout, expect_monitor=cfg.monitor,
@@ -149,6 +154,7 @@ def run_worker(cfg: WorkerConfig) -> int:
         finally:
             for s, h in old.items():
                 _set_handler(s, h)
+            shutdown_transport()  # what is still queued (last output pieces) leaves first
     return code
 
 
@@ -192,8 +198,10 @@ class _Machine:
         self.client = client
         self.node: Any = None
         self.diag: Any = None  # trace.Diagnostics: flight recorder, --trace, watchdog
-        self.results: queue.SimpleQueue = queue.SimpleQueue()
+        self.results: queue.SimpleQueue = queue.SimpleQueue()  # batches for the master
         self.delivered = 0
+        self.outputs: dict[str, int] = {}  # pieces per output name sent to the launcher
+        self._out: Comm | None = None
 
     def run(self) -> int:
         cfg, client = self.cfg, self.client
@@ -230,8 +238,11 @@ class _Machine:
                                 clock_offset=client.clock.offset,
                                 clock_error=client.clock.delay / 2,
                                 plan_file=f"plan-m{cfg.rank}.plan")
+        if cfg.deliver:
+            self._out = connect(cfg.deliver, linger_ms=10_000,
+                                name=f"rank {cfg.rank} -> the launcher's output sink")
         self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
-                                on_deliver=self._on_deliver, recorder=self.diag.recorder)
+                                on_batch=self._on_batch, recorder=self.diag.recorder)
         self.diag.attach(self.node.actor_states, self.node.fail)
         client.send("addr", addr=self.node.bind(host))
         peers = client.wait_for({"peers"}, cfg.join_timeout, "every machine's data address")
@@ -244,6 +255,7 @@ class _Machine:
         next_progress = 0.0
         while True:
             client.poll(0.05)
+            self.node.flush_outputs()
             self._forward_results()
             if time.monotonic() >= next_progress:
                 next_progress = time.monotonic() + 0.5
@@ -251,6 +263,7 @@ class _Machine:
             if self.node.error is not None:
                 raise self.node.error
             if self.node.exited():
+                self.node.flush_outputs()
                 self._forward_results()
                 if self.node.error is not None:
                     raise self.node.error
@@ -259,7 +272,7 @@ class _Machine:
                 raise LaunchError(f"machine {cfg.rank}: run exceeded {cfg.run_timeout:.0f}s; "
                                   f"still running: {self.node.describe_live()}")
         self._count_pieces()
-        client.send("done", pieces=client.pieces)
+        client.send("done", pieces=client.pieces, outputs=self.outputs)
         client.wait_for({"shutdown"}, None, "shutdown (the other machines to finish)")
         self._close_node()
         client.send("bye")
@@ -276,9 +289,15 @@ class _Machine:
             elif t.task_type == "input":
                 self.node.command(t.task_id, "close")
 
-    def _on_deliver(self, task: Task | None, piece_id: int, arrays: dict) -> None:
-        if task is not None:  # called from unit threads: hand over to the client's thread
-            self.results.put((task.attrs.get("output_name", task.label), piece_id, arrays))
+    def _on_batch(self, task: Task, piece_ids: list[int], arrays: dict) -> None:
+        """Output pieces of this machine (from the node's receiver or a unit thread)."""
+        name = task.attrs.get("output_name", task.label)
+        if self._out is not None:  # straight to the launcher: frames by reference, no copy
+            self._out.send(OUT, {"name": name, "pieces": list(piece_ids)}, arrays.items())
+            self.outputs[name] = self.outputs.get(name, 0) + len(piece_ids)
+            self.delivered += len(piece_ids)
+        else:  # to the master (rank 0 keeps them for --out); sent from the client's thread
+            self.results.put((name, list(piece_ids), dict(arrays)))
 
     def _count_pieces(self) -> None:
         """Progress of this machine for heartbeats: pieces through its slowest actor.
@@ -295,15 +314,16 @@ class _Machine:
             self.client.pieces = max(self.delivered, min(acts))
 
     def _forward_results(self) -> None:
+        self.client.pieces = max(self.client.pieces, self.delivered)
         while True:
             try:
-                name, piece, arrays = self.results.get_nowait()
+                name, ids, arrays = self.results.get_nowait()
             except queue.Empty:
                 return
-            self.delivered += 1
+            self.delivered += len(ids)
             self.client.pieces = max(self.client.pieces, self.delivered)
-            self.client.send("result", name=name, piece=piece, blobs=wire.blobs_to_wire(arrays),
-                             pieces=self.delivered)
+            self.client.send("result", list(arrays.items()), name=name, pieces=ids,
+                             delivered=self.delivered)
 
     def _report(self, e: ActorflowError) -> None:
         first = str(e).splitlines()[0]
@@ -324,3 +344,6 @@ class _Machine:
         if self.node is not None:
             node, self.node = self.node, None
             node.close()
+        if self._out is not None:
+            out, self._out = self._out, None
+            out.close(10_000)

@@ -14,7 +14,7 @@ launcher all use it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgpack
@@ -62,30 +62,51 @@ def decode_head(head: bytes, source: str = "peer") -> tuple[int, Any, list | Non
     return kind, body, metas
 
 
+_DTYPES: dict[Any, np.dtype] = {}
+
+
+def _dtype(s: Any) -> np.dtype:
+    dt = _DTYPES.get(s)
+    if dt is None:
+        dt = np.dtype(s)
+        if len(_DTYPES) < 256:
+            _DTYPES[s] = dt
+    return dt
+
+
 def view(meta: list, frame: Any) -> np.ndarray:
     """A received blob as an array over the frame's memory (no copy; read-only)."""
     buf = getattr(frame, "buffer", frame)  # zmq.Frame -> its buffer
     try:
-        return np.frombuffer(buf, dtype=np.dtype(meta[1])).reshape(meta[2])
+        return np.frombuffer(buf, dtype=_dtype(meta[1])).reshape(meta[2])
     except (TypeError, ValueError, IndexError) as e:
         raise MessageRejected(f"blob meta {meta!r:.80} does not describe its "
                               f"{len(buf)}-byte frame: {e}") from e
 
 
-def copy_into(metas: list, frames: list, dst: Mapping[str, np.ndarray], where: str) -> None:
-    """Write received blobs straight into preallocated arrays, checking names/shapes/dtypes."""
+def copy_into(metas: list, frames: list, dst: Mapping[str, np.ndarray],
+              where: str | Callable[[], str]) -> None:
+    """Write received blobs straight into preallocated arrays, checking names/shapes/dtypes.
+
+    ``where`` names the destination in errors (a callable is asked only on an error)."""
     if len(metas) != len(frames):
-        raise TransportError(f"{where}: header lists {len(metas)} blobs, got {len(frames)} frames")
+        raise TransportError(f"{_where(where)}: header lists {len(metas)} blobs, got "
+                             f"{len(frames)} frames")
     for meta, frame in zip(metas, frames):
         target = dst.get(meta[0])
         if target is None:
-            raise TransportError(f"{where}: unknown blob '{meta[0]}' (expected {sorted(dst)})")
+            raise TransportError(f"{_where(where)}: unknown blob '{meta[0]}' (expected "
+                                 f"{sorted(dst)})")
         src = view(meta, frame)
         if src.shape != target.shape or src.dtype != target.dtype:
             raise TransportError(
-                f"{where}: blob '{meta[0]}' arrived as {src.shape} {src.dtype}, the receive "
-                f"buffer is {target.shape} {target.dtype}")
+                f"{_where(where)}: blob '{meta[0]}' arrived as {src.shape} {src.dtype}, the "
+                f"receive buffer is {target.shape} {target.dtype}")
         np.copyto(target, src)
+
+
+def _where(where: str | Callable[[], str]) -> str:
+    return where if isinstance(where, str) else where()
 
 
 def arrays_of(metas: list | None, frames: list) -> dict[str, np.ndarray]:

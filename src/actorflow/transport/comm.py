@@ -23,7 +23,7 @@ protocols the layers above program against.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -57,7 +57,7 @@ class Message(NamedTuple):
         """The blobs as read-only arrays over the received frames (no copy)."""
         return codec.views_of(self.metas, self.frames)
 
-    def copy_into(self, dst: dict[str, np.ndarray], where: str) -> None:
+    def copy_into(self, dst: dict[str, np.ndarray], where: str | Callable[[], str]) -> None:
         """Write the blobs into preallocated arrays (receive buffers, regst slots)."""
         codec.copy_into(self.metas or [], self.frames, dst, where)
 
@@ -153,8 +153,8 @@ class _Endpoint:
             self.rejected += 1
             raise
         if not metas:
-            if sock.getsockopt(_MORE):
-                self._reject("the header lists no blobs but more frames follow", peer)
+            # no RCVMORE check here: it costs as much as the receive itself on the hot path;
+            # stray frames after a header-only message are rejected by the next receive
             return Message(kind, body, None, [], peer)
         n = len(metas)
         if n > limits.max_frames:
@@ -221,9 +221,9 @@ class Listener(_Endpoint):
 
     def __init__(self, address: str, pattern: str = "pull", *,
                  security: Security = NO_SECURITY, limits: Limits = DEFAULT_LIMITS,
-                 name: str = "") -> None:
+                 name: str = "", plane: str = "data") -> None:
         kind, routed = LISTEN_PATTERNS.get(pattern)
-        sock = context().socket(kind)
+        sock = context(plane).socket(kind)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.RCVHWM, 0)  # the actor protocol bounds what is in flight
         self.security = security
@@ -256,9 +256,9 @@ class Comm(_Endpoint):
 
     def __init__(self, address: str, pattern: str = "push", *,
                  security: Security = NO_SECURITY, limits: Limits = DEFAULT_LIMITS,
-                 name: str = "", linger_ms: int = 2000) -> None:
+                 name: str = "", linger_ms: int = 2000, plane: str = "data") -> None:
         kind, _ = CONNECT_PATTERNS.get(pattern)
-        sock = context().socket(kind)
+        sock = context(plane).socket(kind)
         sock.setsockopt(zmq.SNDHWM, 0)  # the protocol (or a reply) bounds what is in flight
         sock.setsockopt(zmq.LINGER, linger_ms)
         self.security = security
@@ -296,14 +296,16 @@ class Comm(_Endpoint):
 
 
 def listen(address: str, pattern: str = "pull", *, security: Security | None = None,
-           limits: Limits | None = None, name: str = "") -> Listener:
-    """Bind ``address`` (any registered scheme; ``tcp://HOST:0`` picks a free port)."""
+           limits: Limits | None = None, name: str = "", plane: str = "data") -> Listener:
+    """Bind ``address`` (any registered scheme; ``tcp://HOST:0`` picks a free port).
+    ``plane="control"`` puts the socket on the control plane's own I/O thread."""
     return Listener(address, pattern, security=security or default_security(),
-                    limits=limits or DEFAULT_LIMITS, name=name)
+                    limits=limits or DEFAULT_LIMITS, name=name, plane=plane)
 
 
 def connect(address: str, pattern: str = "push", *, security: Security | None = None,
-            limits: Limits | None = None, name: str = "", linger_ms: int = 2000) -> Comm:
+            limits: Limits | None = None, name: str = "", linger_ms: int = 2000,
+            plane: str = "data") -> Comm:
     """Connect to a listener at ``address`` (connecting does not wait for it to exist)."""
     return Comm(address, pattern, security=security or default_security(),
-                limits=limits or DEFAULT_LIMITS, name=name, linger_ms=linger_ms)
+                limits=limits or DEFAULT_LIMITS, name=name, linger_ms=linger_ms, plane=plane)

@@ -28,10 +28,20 @@ _IPC_MAX = 100  # sun_path is 108 bytes on Linux, less the scheme
 _counter = iter(range(1 << 62))
 
 
-def context() -> zmq.Context:
-    """The process-wide ZeroMQ context (``inproc://`` endpoints only see their own context)."""
+_CONTEXTS: dict[str, zmq.Context] = {}
+
+
+def context(plane: str = "data") -> zmq.Context:
+    """The process-wide ZeroMQ context of ``plane`` ("data" or "control").
+
+    Each context has its own I/O thread, so heartbeats and other control messages are not
+    queued behind a busy data plane; ``inproc://`` endpoints only see their own context."""
     with _CTX_LOCK:
-        return zmq.Context.instance()
+        ctx = _CONTEXTS.get(plane)
+        if ctx is None:
+            ctx = zmq.Context.instance() if plane == "data" else zmq.Context()
+            _CONTEXTS[plane] = ctx
+        return ctx
 
 
 class Backend:
@@ -138,3 +148,32 @@ def tcp_address(host: str, port: int | str) -> str:
     """``tcp://HOST:PORT`` (IPv6 hosts bracketed): the one place tcp addresses are spelled."""
     h = f"[{host}]" if ":" in host and not host.startswith("[") else host
     return f"tcp://{h}:{port}"
+
+
+def shutdown(linger_ms: int = 5000) -> None:
+    """At process exit: close every socket still open, giving unsent messages ``linger_ms``
+    to leave (the process-wide context is otherwise never terminated, and a message still
+    queued when the interpreter exits is lost).  Call only when no thread uses sockets."""
+    with _CTX_LOCK:
+        contexts = list(_CONTEXTS.values())
+        _CONTEXTS.clear()
+    for ctx in contexts:
+        ctx.destroy(linger=linger_ms)
+
+
+def ipc_address(directory: str, name: str) -> str:
+    """``ipc://DIRECTORY/NAME.ipc`` (a Unix socket file; bind checks the path's length)."""
+    return f"ipc://{directory}/{name}.ipc"
+
+
+def scheme_of(address: str) -> str:
+    return address.partition("://")[0]
+
+
+def another_port(address: str) -> str | None:
+    """A fresh address on the same host as tcp ``address`` (port 0: bind picks one);
+    ``None`` for schemes without ports."""
+    scheme, _, rest = address.partition("://")
+    if scheme != "tcp":
+        return None
+    return f"tcp://{rest.rpartition(':')[0]}:0"

@@ -1,0 +1,121 @@
+"""End-to-end speed of what a user runs: the echo chain through ``flowlaunch sim``.
+
+    python bench/e2e.py            # 2 and 4 stages, 3 repeats, plus the hop table
+    python bench/e2e.py --quick    # 1 repeat, no hop table
+    python bench/e2e.py --before /tmp/old   # also an older checkout's flowlaunch, same run
+
+The chain (bench/e2e_job.py): ``source(constant)`` of 104 bytes -> ``identity`` x S ->
+``output``; source and output on one unit, one unit per stage, register_num 8, run as
+``flowlaunch sim JOB --machines 1 --unit process --json``, outputs delivered to the
+launcher.  Steady state: pieces/s = 10,000 / (wall(12,000 pieces) - wall(2,000 pieces)),
+``wall`` being the master's start-to-end time, so process start and warm-up cancel.
+
+Baselines measured in the same run, alternating with it (a shared box's load hits both):
+- the same plan with an ``identity`` actor in the output actor's place (same unit, same
+  hops, nothing delivered), also through flowlaunch;
+- the same plan in-process on thread units (``Session.run_to_end``), same steady method;
+- the actor hop round trip against raw pyzmq ping-pong (bench/transport.py's hop table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _util import print_table
+
+import actorflow as af
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(HERE, "e2e_job.py")
+SMALL, LARGE = 2000, 12000
+
+
+def flowlaunch_wall(stages: int, pieces: int, deliver: bool, src: str | None = None) -> float:
+    """The master's wall seconds of one ``flowlaunch sim`` run (``src``: run the actorflow
+    of another checkout's ``src/`` instead, for before/after tables)."""
+    env = dict(os.environ, E2E_STAGES=str(stages), E2E_DELIVER="1" if deliver else "0")
+    if src is not None:
+        env["PYTHONPATH"] = src
+    r = subprocess.run([sys.executable, "-m", "actorflow.launcher.cli", "sim", JOB,
+                        "--machines", "1", "--unit", "process", "--pieces", str(pieces),
+                        "--json", "--quiet", "--heartbeat-timeout", "10"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise SystemExit(f"flowlaunch failed ({r.returncode}):\n{r.stderr}")
+    summary = json.loads(r.stdout)
+    want = pieces if deliver else 0
+    if summary["pieces"] != want:
+        raise SystemExit(f"flowlaunch delivered {summary['pieces']} pieces, expected {want}")
+    return float(summary["wall_seconds"])
+
+
+def steady(fn) -> float:
+    """Pieces per second from the runs of SMALL and LARGE pieces."""
+    return (LARGE - SMALL) / (fn(LARGE) - fn(SMALL))
+
+
+def session_wall(stages: int, pieces: int) -> float:
+    os.environ["E2E_STAGES"], os.environ["E2E_DELIVER"] = str(stages), "1"
+    sys.path.insert(0, HERE)
+    import e2e_job
+
+    plan = e2e_job.build_plan()
+    with af.Session(plan) as s:
+        t0 = time.perf_counter()
+        out = s.run_to_end(pieces=pieces)
+        t = time.perf_counter() - t0
+    assert len(out["y"]) == pieces
+    return t
+
+
+def e2e_table(reps: int, before: str | None) -> None:
+    rows = []
+    for stages in (2, 4):
+        deliv, plain, threads, ratios, old = [], [], [], [], []
+        for _ in range(reps):
+            if before is not None:
+                old.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, True, before)))
+            deliv.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, True)))
+            plain.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, False)))
+            threads.append(steady(lambda n, s=stages: session_wall(s, n)))
+            ratios.append(deliv[-1] / plain[-1])
+        goal = {2: "23,000", 4: "13,500"}[stages]
+        row = [stages, statistics.median(deliv), goal, statistics.median(plain),
+               statistics.median(ratios), statistics.median(threads),
+               statistics.median(deliv) / statistics.median(threads)]
+        if before is not None:
+            row += [statistics.median(old), statistics.median(deliv) / statistics.median(old)]
+        rows.append(row)
+    cols = ["stages", "pieces/s delivered", "goal", "pieces/s, not delivered",
+            "ratio (goal >= 0.9)", "threads in-process pieces/s", "delivered / threads"]
+    if before is not None:
+        cols += ["before: pieces/s delivered", "after / before"]
+    print_table("Echo chain through flowlaunch sim --unit process, outputs delivered "
+                f"(steady state, median of {reps})", cols, rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int)
+    ap.add_argument("--no-hop", action="store_true")
+    ap.add_argument("--before", metavar="CHECKOUT",
+                    help="also time another checkout's flowlaunch (its src/ on PYTHONPATH)")
+    args = ap.parse_args()
+    reps = args.reps or (1 if args.quick else 3)
+    e2e_table(reps, os.path.join(args.before, "src") if args.before else None)
+    if not (args.quick or args.no_hop):
+        import transport
+
+        transport.hop_table(4000, 5)
+
+
+if __name__ == "__main__":
+    main()
