@@ -11,10 +11,10 @@ import os
 import socket
 import time
 
-import msgpack
 import zmq
 
 from actorflow.launcher import wire
+from actorflow.transport import codec
 
 
 def _inodes(pid: int) -> set[int]:
@@ -51,6 +51,11 @@ def listening_ports(pids: list[int]) -> set[int]:
     return {port for _ip, port in listening(pids)}
 
 
+def ctrl(t: str, **fields: object) -> bytes:
+    """A control message as the control plane's comms send it (kind CTRL, one frame)."""
+    return codec.encode_head(wire.CTRL, {"t": t, **fields})
+
+
 def ask_for_results(port: int, key: tuple[bytes, bytes] | None = None,
                     wait: float = 1.5) -> list[dict]:
     """Ask like flowlaunch's monitor does ("watch"); return whatever the master answers."""
@@ -64,9 +69,9 @@ def ask_for_results(port: int, key: tuple[bytes, bytes] | None = None,
     deadline = time.monotonic() + wait
     try:
         while time.monotonic() < deadline:
-            s.send(wire.pack("watch"), zmq.NOBLOCK)
+            s.send(ctrl("watch"), zmq.NOBLOCK)
             if s.poll(200):
-                got.append(msgpack.unpackb(s.recv(), raw=False, strict_map_key=False))
+                got.append(codec.decode_head(s.recv_multipart()[0], "the master")[1])
     except zmq.Again:
         pass
     finally:

@@ -17,13 +17,12 @@ import socket
 import pytest
 import zmq
 
-from actorflow.launcher import wire
 from actorflow.protocol.messages import EORD, READY, Msg
 from actorflow.transport import codec
 from actorflow.transport.auth import ClusterKey, secure_client, secure_server, stop_zap
 
 from .helpers import JOBS, tagged_pids
-from .stranger import ask_for_results, inject, listening, raw_bytes
+from .stranger import ask_for_results, ctrl, inject, listening, raw_bytes
 from .test_failures import _wait_for_line
 
 PACED = JOBS / "paced_sample.py"
@@ -38,9 +37,9 @@ def _free_port() -> int:
 def _forged() -> list[list[bytes]]:
     ready = Msg(READY, 0, 1, 0, 0, 0, 0, 1).header()
     return [
-        [wire.pack("hb", rank=1, pieces=10**6)],            # keep a machine "alive"
-        [wire.pack("error", rank=1, message="forged")],     # end the run
-        [wire.pack("bye", rank=0)],
+        [ctrl("hb", rank=1, pieces=10**6)],            # keep a machine "alive"
+        [ctrl("error", rank=1, message="forged")],     # end the run
+        [ctrl("bye", rank=0)],
         [b"one", b"two", b"three"],                         # a 3-frame message
         codec.encode(0, ready),                     # a forged actor READY
         codec.encode(0, Msg(EORD, 0, 1, 0, 0, 0, 0, 2).header()),
