@@ -75,7 +75,7 @@ class Instruction:
 
     def __init__(self, itype: InstructionType, stream: StreamRt, name: str, operand: Any,
                  reads: list[BlobObject], writes: list[BlobObject],
-                 where: tuple[str, int] | None) -> None:
+                 where: Any) -> None:
         self.id = next(_ids)
         self.itype = itype
         self.stream = stream
