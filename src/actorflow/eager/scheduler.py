@@ -71,9 +71,10 @@ class InlineScheduler(Scheduler):
             i.deps = [d for d in deps if d.stream is not s]
         i.dispatched = True
         s.dq.append(i)  # = s.put(i), inlined on the hot path
-        if s.sleeping:
+        if s.sleeping:  # wake it once: later ops see the flag cleared until it re-arms
             with s.cv:
                 s.cv.notify()
+                s.sleeping = False
 
 
 _WAKE = object()
