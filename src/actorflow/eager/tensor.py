@@ -69,7 +69,10 @@ def caller_where(depth: int = 2) -> Where | None:
     starting depth: two C-level frame lookups (``sys._getframe``) and two dict hits check
     that the frame there is the user's and the one below it is actorflow's.  Only when
     the call path changed does it walk the frames one by one (each ``f_back`` makes a
-    frame object, which is what made the walk cost ~3 us per op).
+    frame object, which is what made the walk cost ~3 us per op).  The quick check does
+    not look at the frames between: a path that enters user code, goes back into
+    actorflow and issues an op with the user frame at exactly the cached depth would name
+    that outer user frame (a file:line for messages only, never for semantics).
     """
     inside = _INSIDE
     guess = _DEPTHS.get(depth)
