@@ -25,6 +25,7 @@ from actorflow.frontend.creation import (
 )
 from actorflow.frontend.creation import trace as _eager_trace
 from actorflow.frontend.eager_tensor import EagerTensor
+from actorflow.frontend.global_tensor import EagerGlobalTensor
 from actorflow.frontend.job import (
     Job,
     compile,
@@ -57,7 +58,7 @@ _trace_pkg.__class__ = _TracePackage
 trace = _trace_pkg
 
 __all__ = ["ClusterSession", "Device", "EagerTensor", "Job", "Plan", "PlanBuilder", "Session",
-           "__version__", "arange", "compile", "counters", "device", "env", "errors", "full",
+           "EagerGlobalTensor", "__version__", "arange", "compile", "counters", "device", "env", "errors", "full",
            "functional", "input", "job", "load_plan", "ones", "output", "placement", "randn",
            "random_input", "read_variable", "save_plan", "sbp", "sync", "tensor", "trace",
            "variable", "zeros"]
