@@ -34,3 +34,12 @@ def test_global_tensor_oracle_on_four_ranks(flowlaunch):
         assert d["examples"] == 25 and d["ops"] > 10
         assert len(d["boxings"]) == 16, d["boxings"]  # every (src, dst) pair of S0 S1 B P
         assert "dtype: 'float64' on rank 3 but 'float32' on rank" in d["caught"], d["caught"]
+
+
+@pytest.mark.timeout(90)
+def test_global_tensors_example_runs_on_four_ranks(flowlaunch):
+    example = Path(__file__).resolve().parents[2] / "examples" / "global_tensors.py"
+    r = flowlaunch.run("--nproc-per-node", "4", "--master-port", "0", str(example),
+                       timeout=80)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("global tensors match numpy") == 4, r.stdout

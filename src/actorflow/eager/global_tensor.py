@@ -27,7 +27,7 @@ Layout = tuple[tuple[int, ...], str]
 class GlobalTensor:
     """Meta on every rank, the local part (an eager local tensor) on placement ranks."""
 
-    __slots__ = ("_local", "_shape", "_dtype", "_placement", "_sbp")
+    __slots__ = ("_dtype", "_local", "_placement", "_sbp", "_shape")
     interpreter = "eager.global"
     __array_ufunc__ = None
 

@@ -63,7 +63,7 @@ def _first(placement: Any) -> bool:
 def global_full(shape: list[int], value: float, dtype: str, placement: Any, sbp: Any) -> Any:
     """A constant global tensor; with ``partial_sum`` the first rank holds the value and the
     others zeros, so the logical tensor is still the constant."""
-    sbp, layout, box = _layout(shape, placement, sbp)
+    sbp, _, box = _layout(shape, placement, sbp)
     local = None
     if box is not None:
         part = tuple(s.stop - s.start for s in box)
@@ -99,7 +99,7 @@ def normal_region(shape: list[int], box: tuple[slice, ...], seed: int) -> np.nda
 
 def global_randn(shape: list[int], dtype: str, seed: int | None, placement: Any,
                  sbp: Any) -> Any:
-    sbp, layout, box = _layout(shape, placement, sbp)
+    sbp, _, box = _layout(shape, placement, sbp)
     if seed is None:
         seed = 0x5EED0000 + next(_CALLS)
     local = None
