@@ -28,6 +28,11 @@ class GlobalTensor:
     """Meta on every rank, the local part (an eager local tensor) on placement ranks."""
 
     __slots__ = ("_dtype", "_local", "_placement", "_sbp", "_shape")
+    _local: Any
+    _shape: tuple[int, ...]
+    _dtype: str
+    _placement: Any
+    _sbp: Any
     interpreter = "eager.global"
     __array_ufunc__ = None
 
