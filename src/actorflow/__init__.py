@@ -13,6 +13,7 @@ from actorflow import errors
 from actorflow.eager.device import Device
 from actorflow.eager.device import as_device as device
 from actorflow.frontend import functional, sbp
+from actorflow.frontend import global_tensor as _global_tensor
 from actorflow.frontend.creation import (
     arange,
     counters,
@@ -40,6 +41,8 @@ from actorflow.frontend.variables import read_variable
 from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
 from actorflow.session import ClusterSession, Session
 from actorflow.spmd import env
+
+_global_tensor.EAGER_GLOBAL.device_of = env.device  # LOCAL_RANK picks the CUDA device
 
 __version__ = "0.1.0"
 

@@ -11,6 +11,7 @@ and get an output carrying the full meta.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,8 @@ class EagerGlobalInterpreter:
         self.tensor_cls = tensor_cls
         self.local = local  # the eager local interpreter: runs kernels on local parts
         self.sbp_of = sbp_of  # SBP code -> the frontend's SBP object
+        # device type -> this rank's device ("cuda:<LOCAL_RANK>"); the top level sets it
+        self.device_of: Callable[[str], str] = lambda t: "cpu" if t == "cpu" else "cuda:0"
         gt._LOCAL[:] = [local]
 
     # -- local -> global, global -> global -----------------------------------------------
@@ -50,7 +53,8 @@ class EagerGlobalInterpreter:
                 "dtype": x.dtype, "ndim": x.ndim}
         if axis is None:
             meta["shape"] = list(x.shape)
-        shapes = check_meta(g, x, meta, check_data and code == "B",
+        check_data = check_data or os.environ.get("ACTORFLOW_CHECK_GLOBAL_DATA", "") == "1"
+        shapes = check_meta(g, x.cpu(), meta, check_data and code == "B",
                             f"to_global({placement!r}, {sbp!r})")
         shape = list(x.shape)
         if axis is not None:
@@ -62,8 +66,12 @@ class EagerGlobalInterpreter:
                     raise UsageError(f"to_global(): rank {r}'s local part has shape {have} "
                                      f"but {sbp!r} of the logical shape {tuple(shape)} over "
                                      f"ranks {list(ranks)} gives it {want}")
-        local = x if g.global_rank in ranks else None
+        local = x.to(self.device_for(placement)) if g.global_rank in ranks else None
         return self.tensor_cls._make(local, tuple(shape), x.dtype, placement, sbp)
+
+    def device_for(self, placement: Any) -> str:
+        """This rank's device for ``placement``: ``cuda:<LOCAL_RANK>`` for a CUDA one."""
+        return self.device_of(placement.device_type)
 
     def to_global(self, x: Any, placement: Any = None, sbp: Any = None) -> Any:
         """A global tensor in another layout (placement and/or SBP), by ``rebox``."""
@@ -79,6 +87,8 @@ class EagerGlobalInterpreter:
         if dst == x.layout():
             return x
         local = rebox_local(world(), x._local, x.shape, x.dtype, x.layout(), dst)
+        if local is not None and placement.device_type != "cpu":
+            local = local.to(self.device_for(placement))
         return self.tensor_cls._make(local, x.shape, x.dtype, placement, sbp)
 
     # -- ops -----------------------------------------------------------------------------
@@ -117,8 +127,8 @@ class EagerGlobalInterpreter:
         t = like[0]
         arr = np.asarray(value)
         me = world().global_rank
-        local = self.local.from_array(arr, dtype=arr.dtype) if me in t.placement.ranks \
-            else None
+        local = self.local.from_array(arr, dtype=arr.dtype, device=self.device_for(
+            t.placement)) if me in t.placement.ranks else None
         return self.tensor_cls._make(local, tuple(arr.shape), arr.dtype.name, t.placement,
                                      self.sbp_of("B"))
 

@@ -113,6 +113,8 @@ def rebox_local(g: ProcessGroup, local: Any, shape: tuple[int, ...], dtype: str,
     me = g.global_rank
     if me not in src[0] and me not in dst[0]:
         return None
+    if local is not None and local.device.type != "cpu":
+        local = local.cpu()  # collectives move host arrays (copy instructions, VM-ordered)
     out_shape = boxing.local_shape(shape, dst, me)
     if local is None:
         def fn() -> Any:

@@ -68,7 +68,8 @@ def global_full(shape: list[int], value: float, dtype: str, placement: Any, sbp:
     if box is not None:
         part = tuple(s.stop - s.start for s in box)
         v = value if sbp.code != "P" or _first(placement) else 0
-        local = EAGER_LOCAL.from_array(np.full(part, v, dtype), dtype=dtype)
+        local = EAGER_LOCAL.from_array(np.full(part, v, dtype), dtype=dtype,
+                                       device=EAGER_GLOBAL.device_for(placement))
     return EagerGlobalTensor._make(local, tuple(shape), np.dtype(dtype).name, placement, sbp)
 
 
@@ -107,7 +108,8 @@ def global_randn(shape: list[int], dtype: str, seed: int | None, placement: Any,
         arr = normal_region(shape, box, int(seed)).astype(dtype)
         if sbp.code == "P" and not _first(placement):
             arr = np.zeros_like(arr)
-        local = EAGER_LOCAL.from_array(arr, dtype=dtype)
+        local = EAGER_LOCAL.from_array(arr, dtype=dtype,
+                                       device=EAGER_GLOBAL.device_for(placement))
     return EagerGlobalTensor._make(local, tuple(shape), np.dtype(dtype).name, placement, sbp)
 
 

@@ -3,6 +3,7 @@
 Nothing asserts inside: a rank that stopped early would leave the others in a collective."""
 
 import json
+import os
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -105,7 +106,20 @@ try:
         af.placement("cpu", ranks=list(range(n))), af.sbp.broadcast)
 except af.errors.ConsistencyError as e:
     caught = str(e)
+# with ACTORFLOW_CHECK_GLOBAL_DATA=1 the values of a broadcast tensor are compared too
+os.environ["ACTORFLOW_CHECK_GLOBAL_DATA"] = "1"
+caught_data = ""
+try:
+    af.tensor(np.full((2, 3), 1.0 + (r == 1), np.float32)).to_global(
+        af.placement("cpu", ranks=list(range(n))), af.sbp.broadcast)
+except af.errors.ConsistencyError as e:
+    caught_data = str(e)
+same = af.tensor(np.ones((2, 3), np.float32)).to_global(
+    af.placement("cpu", ranks=list(range(n))), af.sbp.broadcast)  # equal values pass
+close("checked broadcast", same.numpy(), np.ones((2, 3), np.float32))
+os.environ.pop("ACTORFLOW_CHECK_GLOBAL_DATA")
 print("GLOBAL " + json.dumps({"rank": r, "world": n, "problems": problems[:20],
                               "examples": counts["examples"], "ops": counts["ops"],
-                              "boxings": sorted(counts["boxings"]), "caught": caught}),
+                              "boxings": sorted(counts["boxings"]), "caught": caught,
+                              "caught_data": caught_data}),
       flush=True)
