@@ -69,6 +69,17 @@ class EagerGlobalInterpreter:
         local = x.to(self.device_for(placement)) if g.global_rank in ranks else None
         return self.tensor_cls._make(local, tuple(shape), x.dtype, placement, sbp)
 
+    def my_region(self, shape: list[int], placement: Any, code: str) -> Any:
+        """This rank's region of a tensor of ``shape`` laid out by ``code`` on
+        ``placement`` (None outside it), and whether this rank is the placement's first."""
+        g = world()
+        bad = [r for r in placement.ranks if r >= g.size]
+        if bad:
+            raise UsageError(f"placement ranks {bad} do not exist in a world of {g.size} "
+                             "rank(s)")
+        layout = (tuple(placement.ranks), code)
+        return boxing.region(shape, layout, g.global_rank), g.global_rank == placement.ranks[0]
+
     def device_for(self, placement: Any) -> str:
         """This rank's device for ``placement``: ``cuda:<LOCAL_RANK>`` for a CUDA one."""
         return self.device_of(placement.device_type)

@@ -16,10 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from actorflow.collective import boxing, world
 from actorflow.eager.global_interpreter import EagerGlobalInterpreter
 from actorflow.eager.global_tensor import GlobalTensor
-from actorflow.errors import UsageError
 from actorflow.frontend.dispatch import register_interpreter
 from actorflow.frontend.eager_tensor import EAGER_LOCAL
 from actorflow.frontend.sbp import as_sbp, from_code
@@ -46,28 +44,20 @@ EAGER_LOCAL.global_interp = EAGER_GLOBAL
 _CALLS = itertools.count()  # SPMD: the n-th seedless randn is the same call on every rank
 
 
-def _layout(shape: list[int], placement: Any, sbp: Any) -> tuple[Any, Any, Any]:
+def _layout(shape: list[int], placement: Any, sbp: Any) -> tuple[Any, Any, bool]:
     sbp = as_sbp(sbp)
-    g = world()
-    bad = [r for r in placement.ranks if r >= g.size]
-    if bad:
-        raise UsageError(f"placement ranks {bad} do not exist in a world of {g.size} rank(s)")
-    layout = (tuple(placement.ranks), sbp.code)
-    return sbp, layout, boxing.region(shape, layout, g.global_rank)
-
-
-def _first(placement: Any) -> bool:
-    return bool(world().global_rank == placement.ranks[0])
+    box, first = EAGER_GLOBAL.my_region(shape, placement, sbp.code)
+    return sbp, box, first
 
 
 def global_full(shape: list[int], value: float, dtype: str, placement: Any, sbp: Any) -> Any:
     """A constant global tensor; with ``partial_sum`` the first rank holds the value and the
     others zeros, so the logical tensor is still the constant."""
-    sbp, _, box = _layout(shape, placement, sbp)
+    sbp, box, first = _layout(shape, placement, sbp)
     local = None
     if box is not None:
         part = tuple(s.stop - s.start for s in box)
-        v = value if sbp.code != "P" or _first(placement) else 0
+        v = value if sbp.code != "P" or first else 0
         local = EAGER_LOCAL.from_array(np.full(part, v, dtype), dtype=dtype,
                                        device=EAGER_GLOBAL.device_for(placement))
     return EagerGlobalTensor._make(local, tuple(shape), np.dtype(dtype).name, placement, sbp)
@@ -100,13 +90,13 @@ def normal_region(shape: list[int], box: tuple[slice, ...], seed: int) -> np.nda
 
 def global_randn(shape: list[int], dtype: str, seed: int | None, placement: Any,
                  sbp: Any) -> Any:
-    sbp, _, box = _layout(shape, placement, sbp)
+    sbp, box, first = _layout(shape, placement, sbp)
     if seed is None:
         seed = 0x5EED0000 + next(_CALLS)
     local = None
     if box is not None:
         arr = normal_region(shape, box, int(seed)).astype(dtype)
-        if sbp.code == "P" and not _first(placement):
+        if sbp.code == "P" and not first:
             arr = np.zeros_like(arr)
         local = EAGER_LOCAL.from_array(arr, dtype=dtype,
                                        device=EAGER_GLOBAL.device_for(placement))
