@@ -54,8 +54,11 @@ def test_one_rank_global_tensor_meta_ops_and_comm_instructions():
     assert z.sbp is af.sbp.partial_sum
     np.testing.assert_allclose(z.numpy(), (a * 2) @ np.ones((4, 2)))
     np.testing.assert_array_equal(x.to_local().numpy(), a)
+    f = af.full((2, 3), 1.5, placement=p, sbp=af.sbp.split(0))
+    np.testing.assert_array_equal((f - 0.5).numpy(), np.ones((2, 3), np.float32))
+    del f
     vm = eager.get_vm()
-    assert vm.streams[("cpu.comm", 0)].executed == 3  # the check, S1->P, P->B for numpy()
+    assert vm.streams[("cpu.comm", 0)].executed == 4  # the check, S1->P, P->B for 2 numpy()s
     del x, y, z
     af.sync()
     assert af.counters()["live_blobs"] == 0  # comm outputs are released like any blob

@@ -75,7 +75,12 @@ def ones(*shape: Any, dtype: Any = "float32", device: Any = "cpu", placement: An
                 device)
 
 
-def full(shape: Any, value: float, dtype: Any = "float32", device: Any = "cpu") -> EagerTensor:
+def full(shape: Any, value: float, dtype: Any = "float32", device: Any = "cpu",
+         placement: Any = None, sbp: Any = None) -> EagerTensor:
+    """``value`` everywhere; with ``placement=``/``sbp=`` a global tensor (region only)."""
+    if placement is not None:
+        return _global_creator("global_full")(_shape((shape,)), value, _dtype(dtype),
+                                              placement, sbp)
     return _run(_E_CONST, {"shape": _shape((shape,)), "dtype": _dtype(dtype),
                            "value": value}, device)
 
