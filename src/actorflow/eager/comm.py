@@ -48,7 +48,7 @@ register_instruction_type(COMM, CommCall())
 
 def issue_comm(vm: Any, name: str, fn: Callable[..., Any], ins: list[BlobObject],
                out_shape: tuple[int, ...] | None, dtype: str,
-               where: tuple[str, int] | None) -> tuple[Instruction, BlobObject | None]:
+               where: Any) -> tuple[Instruction, BlobObject | None]:
     """Issue ``fn`` on the comm stream reading ``ins``; returns the instruction and the
     blob it writes (None when ``out_shape`` is None: this rank gets no output)."""
     itype, stream = vm.route(COMM, CPU)
