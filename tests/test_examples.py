@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -71,3 +73,22 @@ def test_eager_bench_runs_tiny_and_prints_its_tables(capsys):
     out = capsys.readouterr().out
     assert out.count("| actorflow eager (") == 6
     assert out.count("bit-identical") == 2
+
+
+@pytest.fixture
+def flowlaunch():
+    from tests.launcher.helpers import Launcher
+
+    launcher = Launcher()
+    yield launcher
+    left = launcher.cleanup()
+    assert not left, f"processes of a flowlaunch run were left behind: {left}"
+
+
+@pytest.mark.timeout(90)
+def test_global_tensors_example_runs_on_four_ranks(flowlaunch):
+    example = EXAMPLES / "global_tensors.py"
+    r = flowlaunch.run("--nproc-per-node", "4", "--master-port", "0", str(example),
+                       timeout=80)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("global tensors match numpy") == 4, r.stdout

@@ -13,6 +13,7 @@ from actorflow import errors
 from actorflow.eager.device import Device
 from actorflow.eager.device import as_device as device
 from actorflow.frontend import functional, sbp
+from actorflow.frontend import global_tensor as _global_tensor
 from actorflow.frontend.creation import (
     arange,
     counters,
@@ -25,6 +26,7 @@ from actorflow.frontend.creation import (
 )
 from actorflow.frontend.creation import trace as _eager_trace
 from actorflow.frontend.eager_tensor import EagerTensor
+from actorflow.frontend.global_tensor import EagerGlobalTensor
 from actorflow.frontend.job import (
     Job,
     compile,
@@ -39,6 +41,8 @@ from actorflow.frontend.variables import read_variable
 from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
 from actorflow.session import ClusterSession, Session
 from actorflow.spmd import env
+
+_global_tensor.EAGER_GLOBAL.device_of = env.device  # LOCAL_RANK picks the CUDA device
 
 __version__ = "0.1.0"
 
@@ -56,8 +60,8 @@ class _TracePackage(types.ModuleType):
 _trace_pkg.__class__ = _TracePackage
 trace = _trace_pkg
 
-__all__ = ["ClusterSession", "Device", "EagerTensor", "Job", "Plan", "PlanBuilder", "Session",
-           "__version__", "arange", "compile", "counters", "device", "env", "errors", "full",
-           "functional", "input", "job", "load_plan", "ones", "output", "placement", "randn",
-           "random_input", "read_variable", "save_plan", "sbp", "sync", "tensor", "trace",
-           "variable", "zeros"]
+__all__ = ["ClusterSession", "Device", "EagerGlobalTensor", "EagerTensor", "Job", "Plan",
+           "PlanBuilder", "Session", "__version__", "arange", "compile", "counters", "device",
+           "env", "errors", "full", "functional", "input", "job", "load_plan", "ones", "output",
+           "placement", "randn", "random_input", "read_variable", "save_plan", "sbp", "sync",
+           "tensor", "trace", "variable", "zeros"]

@@ -93,5 +93,7 @@ class Channel:
                 self.failed = dead
                 raise RankLost(dead, f"rank {dead} died: rank {r} saw its connection close and "
                                      f"left, while rank {self.rank} waited in {what}")
+            if r != src:  # it left after sending all it owed us (its goodbye came last):
+                continue  # only a wait for its own message is doomed
             raise RankLost(r, f"rank {r} left the process group (destroyed it or exited) "
                               f"while rank {self.rank} waited in {what}")

@@ -26,7 +26,7 @@ class InstructionsBuilder:
 
     def _new(self, itype_name: str, device: Device, name: str, operand: Any,
              reads: list[BlobObject], writes: list[BlobObject],
-             where: tuple[str, int] | None) -> Instruction:
+             where: Any) -> Instruction:
         r = self.vm._routes.get((itype_name, device.index))
         itype, stream = r if r is not None else self.vm.route(itype_name, device)
         instr = Instruction(itype, stream, name, operand, reads, writes, where)
@@ -35,7 +35,7 @@ class InstructionsBuilder:
 
     def call(self, itype_name: str, device: Device, name: str, operand: Any,
              reads: list[BlobObject], writes: list[BlobObject],
-             where: tuple[str, int] | None = None) -> Instruction:
+             where: Any = None) -> Instruction:
         """Any registered instruction type: it runs on its stream type's stream of
         ``device``, after the instructions it depends on through ``reads``/``writes``."""
         instr = self._new(itype_name, device, name, operand, reads, writes, where)
@@ -45,7 +45,7 @@ class InstructionsBuilder:
 
     def call_kernel(self, op_name: str, kernel: Any, ins: dict[str, BlobObject],
                     outs: dict[str, BlobObject], attrs: dict[str, Any], device: Device,
-                    where: tuple[str, int] | None) -> Instruction:
+                    where: Any) -> Instruction:
         """Run an op kernel on ``device``'s compute stream; outputs are allocated there."""
         instr = self._new(f"{device.type}.compute", device, op_name,
                           (kernel, ins, outs, attrs), list(ins.values()), list(outs.values()),
@@ -55,7 +55,7 @@ class InstructionsBuilder:
         return instr
 
     def copy(self, src: BlobObject, device: Device,
-             where: tuple[str, int] | None) -> BlobObject:
+             where: Any) -> BlobObject:
         """A new blob on ``device`` holding ``src``'s values (h2d / d2h instructions)."""
         if src.device is device:
             return src

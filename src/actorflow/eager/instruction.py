@@ -11,6 +11,7 @@ the user's code issued it.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from actorflow.registry import Registry
@@ -75,7 +76,7 @@ class Instruction:
 
     def __init__(self, itype: InstructionType, stream: StreamRt, name: str, operand: Any,
                  reads: list[BlobObject], writes: list[BlobObject],
-                 where: tuple[str, int] | None) -> None:
+                 where: Any) -> None:
         self.id = next(_ids)
         self.itype = itype
         self.stream = stream
@@ -84,7 +85,8 @@ class Instruction:
         self.reads = reads
         self.writes = writes
         self.where = where  # the user's (file, line) that issued it
-        self.deps: list[Instruction] = []  # unfinished instructions of other streams
+        # unfinished instructions of other streams; a shared empty tuple until there are any
+        self.deps: Sequence[Instruction] = ()
         self.dispatched = False
         self.done = False
         self.error: Exception | None = None

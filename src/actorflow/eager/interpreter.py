@@ -41,6 +41,7 @@ class EagerLocalInterpreter:
         self.tensor_cls = tensor_cls
         self._infer: dict[Any, Any] = {}  # (expr, input metas, attrs) -> (outputs, kernel)
         self._routes: dict[Device, Any] = {}  # device -> (compute instruction type, stream)
+        self.global_interp: Any = None  # the eager global interpreter (frontend sets it)
 
     def apply(self, expr: Any, inputs: dict[str, Any], attrs: dict[str, Any]) -> Any:
         blobs: dict[str, BlobObject] = {}
@@ -137,6 +138,8 @@ class EagerLocalInterpreter:
         return self.from_array(arr, dtype=arr.dtype, device=device)
 
     def to_global(self, x: Any, placement: Any = None, sbp: Any = None) -> Any:
+        if self.global_interp is not None:
+            return self.global_interp.from_local(x, placement, sbp)
         raise UsageError("to_global() of an eager local tensor needs the eager global "
                          "interpreter (global tensors over a process group), which this "
                          "process does not have; inside 'with af.Job' it boxes lazy tensors")

@@ -67,13 +67,21 @@ class InlineScheduler(Scheduler):
     def submit_one(self, i: Instruction) -> None:
         s = i.stream
         deps = link(i)
-        if deps:
-            i.deps = [d for d in deps if d.stream is not s]
+        if deps:  # usually only this stream's own previous op: keep no list then
+            other = None
+            for d in deps:
+                if d.stream is not s:
+                    if other is None:
+                        other = []
+                    other.append(d)
+            if other is not None:
+                i.deps = other
         i.dispatched = True
         s.dq.append(i)  # = s.put(i), inlined on the hot path
-        if s.sleeping:
+        if s.sleeping:  # wake it once: later ops see the flag cleared until it re-arms
             with s.cv:
                 s.cv.notify()
+                s.sleeping = False
 
 
 _WAKE = object()
@@ -132,7 +140,7 @@ class ThreadScheduler(Scheduler):
                     break  # the stream keeps its order: nothing behind the head goes first
                 w.popleft()
                 self.nwaiting -= 1
-                head.deps = []
+                head.deps = ()
                 head.dispatched = True
                 s.put(head)
 

@@ -73,6 +73,7 @@ class StreamRt:
         if self.sleeping:  # appended before the check: a worker going to sleep sees it
             with self.cv:
                 self.cv.notify()
+                self.sleeping = False  # one wake-up is enough until it re-arms (see _loop)
 
     def stop(self) -> None:
         self.put(None)
@@ -86,6 +87,9 @@ class StreamRt:
                     self.sleeping = True  # set before the last look (see put)
                     while not dq:
                         cv.wait(0.5)
+                        # an issuer clears the flag when it wakes us; re-arm before the next
+                        # look, as a helping waiter may have drained the FIFO meanwhile
+                        self.sleeping = True
                     self.sleeping = False
             with self.run_lock:
                 if self._drain():

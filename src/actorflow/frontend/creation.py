@@ -51,17 +51,36 @@ def tensor(data: Any, dtype: Any = None, device: Any = "cpu") -> EagerTensor:
     return EAGER_LOCAL.from_array(data, dtype=dtype, device=device)
 
 
-def zeros(*shape: Any, dtype: Any = "float32", device: Any = "cpu") -> EagerTensor:
+def _global_creator(name: str) -> Any:
+    from actorflow.frontend import global_tensor
+
+    return getattr(global_tensor, name)
+
+
+def zeros(*shape: Any, dtype: Any = "float32", device: Any = "cpu", placement: Any = None,
+          sbp: Any = None) -> EagerTensor:
+    """Zeros; with ``placement=`` and ``sbp=`` a global tensor (this rank's region only)."""
+    if placement is not None:
+        return _global_creator("global_full")(_shape(shape), 0, _dtype(dtype), placement, sbp)
     return _run(_E_CONST, {"shape": _shape(shape), "dtype": _dtype(dtype), "value": 0},
                 device)
 
 
-def ones(*shape: Any, dtype: Any = "float32", device: Any = "cpu") -> EagerTensor:
+def ones(*shape: Any, dtype: Any = "float32", device: Any = "cpu", placement: Any = None,
+         sbp: Any = None) -> EagerTensor:
+    """Ones; with ``placement=`` and ``sbp=`` a global tensor (this rank's region only)."""
+    if placement is not None:
+        return _global_creator("global_full")(_shape(shape), 1, _dtype(dtype), placement, sbp)
     return _run(_E_CONST, {"shape": _shape(shape), "dtype": _dtype(dtype), "value": 1},
                 device)
 
 
-def full(shape: Any, value: float, dtype: Any = "float32", device: Any = "cpu") -> EagerTensor:
+def full(shape: Any, value: float, dtype: Any = "float32", device: Any = "cpu",
+         placement: Any = None, sbp: Any = None) -> EagerTensor:
+    """``value`` everywhere; with ``placement=``/``sbp=`` a global tensor (region only)."""
+    if placement is not None:
+        return _global_creator("global_full")(_shape((shape,)), value, _dtype(dtype),
+                                              placement, sbp)
     return _run(_E_CONST, {"shape": _shape((shape,)), "dtype": _dtype(dtype),
                            "value": value}, device)
 
@@ -77,8 +96,12 @@ def arange(start: int, stop: int | None = None, step: int = 1, *, dtype: Any = "
 
 
 def randn(*shape: Any, dtype: Any = "float32", seed: int | None = None,
-          device: Any = "cpu") -> EagerTensor:
-    """Standard normal values; a given ``seed`` repeats them, else each call differs."""
+          device: Any = "cpu", placement: Any = None, sbp: Any = None) -> EagerTensor:
+    """Standard normal values; a given ``seed`` repeats them, else each call differs.
+    With ``placement=``/``sbp=`` a global tensor: each rank draws only its region."""
+    if placement is not None:
+        return _global_creator("global_randn")(_shape(shape), _dtype(dtype), seed, placement,
+                                               sbp)
     if seed is None:
         seed = int(_SEEDS.spawn(1)[0].generate_state(1)[0])
     return _run(_E_RANDN, {"shape": _shape(shape), "dtype": _dtype(dtype), "seed": int(seed),
