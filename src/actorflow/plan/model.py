@@ -14,8 +14,13 @@ from actorflow.kernels.blob import BlobDesc
 
 SCHEMA_VERSION = 1
 
-# A task's ``task_type`` names its kind: one record each in ``actorflow.protocol.kinds``
-# (state machine, structural rule, description), checked by ``Plan.validate``.
+# Task types (actor kinds).  The runtime registry maps each one to a state class.
+TASK_TYPES = (
+    "normal", "input", "source", "output", "tick", "acc", "repeat",
+    "copy_h2d", "copy_d2h", "comm_net", "boxing",
+    # the main job of a multi-job plan (plan/compiler/mainjob.py, protocol/mainjob.py)
+    "wait_and_send_ids", "reentrant_lock", "case", "esac", "callback_tick",
+)
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,7 @@ class Task:
     parallel_ctx: ParallelContext = field(default_factory=ParallelContext)
     attrs: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    job_id: int = 0  # which job of a multi-job plan the task belongs to (plan.jobs)
 
     @property
     def label(self) -> str:
@@ -156,6 +162,7 @@ class Task:
             "consumed": {k: list(v) for k, v in self.consumed.items()},
             "parallel_ctx": [self.parallel_ctx.parallel_id, self.parallel_ctx.parallel_num],
             "attrs": dict(self.attrs),
+            "job_id": self.job_id,
         }
 
     @classmethod
@@ -172,6 +179,7 @@ class Task:
             consumed={k: [int(x) for x in v] for k, v in d.get("consumed", {}).items()},
             parallel_ctx=ParallelContext(int(pc[0]), int(pc[1])),
             attrs=dict(d.get("attrs", {})),
+            job_id=int(d.get("job_id", 0)),
         )
 
 
@@ -195,11 +203,15 @@ class JobInfo:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     variables: list[str] = field(default_factory=list)
+    job_id: int = 0
+    reads: list[str] = field(default_factory=list)  # variables the job reads (multi-job plans)
+    writes: list[str] = field(default_factory=list)  # variables the job assigns
 
     def to_dict(self) -> dict:
         return {
             "name": self.name, "num_pieces": self.num_pieces, "inputs": list(self.inputs),
             "outputs": list(self.outputs), "variables": list(self.variables),
+            "job_id": self.job_id, "reads": list(self.reads), "writes": list(self.writes),
         }
 
     @classmethod
@@ -208,6 +220,7 @@ class JobInfo:
         return cls(
             str(d.get("name", "job")), None if n is None else int(n),
             list(d.get("inputs", [])), list(d.get("outputs", [])), list(d.get("variables", [])),
+            int(d.get("job_id", 0)), list(d.get("reads", [])), list(d.get("writes", [])),
         )
 
 
@@ -218,6 +231,13 @@ class Plan:
     job: JobInfo = field(default_factory=JobInfo)
     ctrl: dict[str, Any] = field(default_factory=dict)
     version: int = SCHEMA_VERSION
+    # several jobs in one plan (af.compile([...])): one JobInfo per job, by job_id; the
+    # last is the main job.  Empty for a single-job plan.
+    jobs: list[JobInfo] = field(default_factory=list)
+
+    @property
+    def is_multi_job(self) -> bool:
+        return bool(self.jobs)
 
     # -- lookups (plain ids only) -------------------------------------------------
     def task(self, task_id: int) -> Task:
@@ -243,11 +263,18 @@ class Plan:
         return {t.task_id: (t.machine_id, t.thrd_id) for t in self.tasks}
 
     def for_machine(self, machine_id: int) -> Plan:
-        """The sub-plan one machine runs: its own tasks, and in ``ctrl`` the routes and remote
-        regst descs it uses (``shares.machine_shares`` cuts every machine's at once)."""
-        from actorflow.plan.shares import machine_shares
-
-        return machine_shares(self, [machine_id])[machine_id]
+        """The sub-plan one machine runs: its own tasks; routing stays in ``ctrl``."""
+        sub = [t for t in self.tasks if t.machine_id == machine_id]
+        ctrl = dict(self.ctrl)
+        ctrl["routing"] = {str(k): list(v) for k, v in self.routing_table().items()}
+        # regst descs produced elsewhere and consumed here (a comm_net's remote input): the
+        # data plane needs their producer, blobs and register_num for receive buffers
+        descs = self.regst_descs()
+        mine = {d.regst_desc_id for t in sub for d in t.produced.values()}
+        ctrl["remote_descs"] = {
+            str(i): descs[i].to_dict() for t in sub for i in t.consumed_ids()
+            if i not in mine and i in descs}
+        return Plan(sub, self.machines, self.job, ctrl, self.version, self.jobs)
 
     def validate(self) -> Plan:
         from actorflow.plan.validate import validate_plan
@@ -262,6 +289,7 @@ class Plan:
             "job": self.job.to_dict(),
             "ctrl": dict(self.ctrl),
             "tasks": [t.to_dict() for t in self.tasks],
+            "jobs": [j.to_dict() for j in self.jobs],
         }
 
     @classmethod
@@ -272,4 +300,5 @@ class Plan:
             job=JobInfo.from_dict(d.get("job", {})),
             ctrl=dict(d.get("ctrl", {})),
             version=int(d.get("version", SCHEMA_VERSION)),
+            jobs=[JobInfo.from_dict(j) for j in d.get("jobs", [])],
         )
