@@ -1,6 +1,7 @@
 """Built-in ops; importing this package registers them all."""
 
 from actorflow.kernels.ops import (  # noqa: F401
+    assign,
     elementwise,
     generators,
     linalg,

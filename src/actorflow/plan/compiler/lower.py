@@ -160,6 +160,7 @@ class Lowering:
             attrs = dict(op.attrs)
             if op.op_type == "variable_part":
                 attrs["begin"], attrs["end"] = [b for b, _ in box], [e for _, e in box]
+                attrs["state_key"] = f"{op.name}@{j}"  # shared by every job naming it
             else:  # const_array: cut the value at compile time
                 full = np.asarray(attrs["value"]).reshape(shape)
                 part = full[tuple(slice(b, e) for b, e in box)]
@@ -258,7 +259,29 @@ class Lowering:
         return "[" + ", ".join(f"m{m}:d{d}" for m, d in devs) + "]"
 
 
+    def _assign(self, op: LogicalOp) -> None:
+        """``assign(ref, value)``: one node per part of the variable, on the part's device,
+        reading ``value`` boxed to the variable's own layout (never the other way round)."""
+        ref = self._op[op.inputs["ref"]]
+        if ref.op_type != "variable_part":
+            raise CompileError(f"job '{self.job.name}': op '{op.name}' assigns to "
+                               f"'{ref.name}', which is a {ref.op_type}, not a variable")
+        lay = self.layouts[ref.name]
+        values = self.box(op.inputs["value"], lay.devices, lay.code)
+        nodes = []
+        for j, dev in enumerate(lay.devices):
+            part = self.nodes[lay.nodes[j]]
+            attrs = {"variable": dict(part.attrs), "state_key": part.attrs["state_key"]}
+            nodes.append(self._node("normal", f"{op.name}@{j}", "assign", attrs, dev,
+                                    {"ref": lay.nodes[j], "value": values[j]}, part.out,
+                                    op.register_num, parallel=(j, len(lay.devices)),
+                                    device_type=lay.device_type))
+        self.layouts[op.name] = Layout(lay.devices, lay.code, nodes, lay.device_type)
+        self.choices[op.name] = f"{lay.code} on {self._ranks_text(lay.devices)} (assign)"
+
+
 _HANDLERS = {
+    "assign": Lowering._assign,
     "input": Lowering._input, "source": Lowering._input,
     "to_global": Lowering._to_global, "output": Lowering._output,
 }

@@ -1,0 +1,93 @@
+"""Several jobs, one plan (seed 001's CompileJobsAndMergePlans).
+
+Each job is compiled on its own (``compile_job(..., gated=True)``: its tasks with no input
+are left for the main job to pace), renumbered into one id space and tagged with its
+``job_id``; the model-IO jobs (``__save__``/``__load__``) are added when there are
+variables; then the main job is built from every job's critical section and linked in
+(``mainjob.link_main_job``).  Jobs naming one variable share its memory: each variable
+part has one ``state_key``, and the runtime gives every node with that key one state per
+machine.
+"""
+
+from __future__ import annotations
+
+from actorflow.errors import CompileError
+from actorflow.plan.compiler import compile_job
+from actorflow.plan.compiler.graph import JobSpec, infer_job
+from actorflow.plan.compiler.mainjob import link_main_job
+from actorflow.plan.compiler.modelio import (
+    model_io_jobs,
+    reads_of,
+    variable_declarations,
+    writes_of,
+)
+from actorflow.plan.model import JobInfo, MachineInfo, Plan, Task
+
+
+def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: int = 1, *,
+                 merge: bool = True, unit_per_task: bool = False, validate: bool = True,
+                 model_io: bool = True) -> Plan:
+    """Compile ``jobs`` into one validated Plan with a main job driving them by name."""
+    if not jobs:
+        raise CompileError("compile_jobs needs at least one job")
+    names = [j.name for j in jobs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise CompileError(f"job names must be unique in one plan; used twice: {dup}")
+    for j in jobs:
+        if j.num_pieces is not None:
+            raise CompileError(f"job '{j.name}': a job of a multi-job plan runs one piece per "
+                               "request (Session.run/run_many); leave pieces=None")
+        for o in j.ops:
+            if o.op_type in ("acc", "repeat"):
+                raise CompileError(f"job '{j.name}': op '{o.name}' ({o.op_type}) is not "
+                                   "supported in a multi-job plan")
+        infer_job(j)
+    variables = variable_declarations(jobs)
+    all_jobs = list(jobs) + (model_io_jobs(variables) if model_io else [])
+    tasks: list[Task] = []
+    infos: list[JobInfo] = []
+    next_desc = 0
+    sbp: dict[str, dict] = {}
+    for job_id, spec in enumerate(all_jobs):
+        sub = compile_job(spec, machines, devices_per_machine, merge=merge,
+                          unit_per_task=unit_per_task, validate=False, gated=True)
+        next_desc = _renumber(sub.tasks, job_id, spec.name, len(tasks), next_desc)
+        tasks.extend(sub.tasks)
+        sbp[spec.name] = dict(sub.ctrl.get("sbp", {}))
+        infos.append(JobInfo(spec.name, None, spec.names("input"), spec.output_names(),
+                             reads_of(spec), job_id, reads_of(spec), writes_of(spec)))
+    main = link_main_job(tasks, infos, machines, next_desc)
+    infos.append(main)
+    plan = Plan(tasks=tasks, machines=MachineInfo(machines, devices_per_machine),
+                job=JobInfo(",".join(j.name for j in jobs), None, [], [], sorted(variables)),
+                ctrl={"sbp": sbp}, jobs=infos)
+    if validate:
+        plan.validate()
+    return plan
+
+
+def _renumber(tasks: list[Task], job_id: int, job: str, task_base: int,
+              desc_base: int) -> int:
+    """Shift one job's task and regst desc ids past those already taken; tag the job."""
+    desc_map: dict[int, int] = {}
+    for t in tasks:
+        for d in t.produced.values():
+            desc_map[d.regst_desc_id] = desc_base + len(desc_map)
+    for t in tasks:
+        t.task_id += task_base
+        t.job_id = job_id
+        t.name = f"{job}/{t.label}"
+        for d in t.produced.values():
+            d.regst_desc_id = desc_map[d.regst_desc_id]
+            d.producer_task_id += task_base
+            d.consumer_task_ids = [c + task_base for c in d.consumer_task_ids]
+        t.consumed = {k: [desc_map[i] for i in ids] for k, ids in t.consumed.items()}
+        for node in t.exec_sequence:
+            for refs in (node.inputs, node.outputs):
+                for arg, ref in refs.items():
+                    refs[arg] = type(ref)(desc_map[ref.regst_desc_id], ref.blob)
+        if t.task_type in ("input", "source"):
+            t.attrs["gated"] = True  # paced by the main job; its gate's EORD ends it
+            t.attrs.pop("piece_num", None)
+    return desc_base + len(desc_map)
