@@ -27,9 +27,7 @@ from typing import Any
 import numpy as np
 
 from actorflow.errors import (
-    ActorflowError,
     JobRunError,
-    KernelError,
     SessionClosed,
     UsageError,
     WaitTimeout,

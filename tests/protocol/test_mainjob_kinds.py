@@ -175,5 +175,5 @@ def test_random_interleavings_of_the_main_job_drain():
 
     for seed in range(20):
         rng = random.Random(seed)
-        res = simulate(_main_job_plan(seed % 2 == 0), pieces=4, pick=lambda n: rng.randrange(n))
+        res = simulate(_main_job_plan(seed % 2 == 0), pieces=4, pick=rng.randrange)
         assert res.stuck == []

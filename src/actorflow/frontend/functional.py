@@ -247,6 +247,6 @@ assign = define("assign", [("Tensor (Tensor ref, Tensor value)", _assign),
                 "write value into variable ref (applied in piece order); returns the new "
                 "value")
 
-__all__ = ["add", "assign", "bias_add", "cast", "concat", "div", "exp", "identity", "matmul", "maximum",
-           "mean", "minimum", "mul", "neg", "pow", "relu", "reshape", "softmax", "sub", "sum",
-           "tanh", "to_global", "transpose"]
+__all__ = ["add", "assign", "bias_add", "cast", "concat", "div", "exp", "identity", "matmul",
+           "maximum", "mean", "minimum", "mul", "neg", "pow", "relu", "reshape", "softmax", "sub",
+           "sum", "tanh", "to_global", "transpose"]
