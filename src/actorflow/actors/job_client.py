@@ -119,6 +119,10 @@ class JobClient:
         for fut in in_flight:
             yield _unwrap(self.result(fut, job, None))
 
+    def pieces(self, job: str) -> int:
+        """How many pieces of ``job`` were requested so far."""
+        return self._next_piece[self._job(job).job_id]
+
     def result(self, fut: Future, job: str, timeout: float | None) -> dict[str, Any]:
         """Wait for one request; the timeout error names the job and what still runs."""
         timeout = self.timeout if timeout is None else timeout

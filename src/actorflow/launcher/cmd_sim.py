@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from actorflow.errors import LaunchError
-from actorflow.launcher.cmd_spmd import run_copies
-from actorflow.launcher.jobfile import is_spmd_script
+from actorflow.launcher.jobfile import jobs_driver
+from actorflow.launcher.jobs_sim import run_jobs_file
 from actorflow.launcher.launch import Cluster, add_run_options, run_cluster
 from actorflow.launcher.ports import check_port_free, free_port
 from actorflow.launcher.rankenv import check_port
@@ -17,14 +17,13 @@ examples:
   flowlaunch sim examples/sample_pipeline.py --machines 2
   flowlaunch sim job.plan --machines 3 --unit process --pieces 100 --out out.npz
   flowlaunch sim examples/sample_pipeline.py --machines 2 --json --log-dir logs/
+  flowlaunch sim examples/update_and_eval.py --machines 2      # build_jobs + drive
 
 Each machine is one `flowlaunch worker` process (rank 0 hosts the master); machines talk
-over tcp on 127.0.0.1.  Output pieces stream to flowlaunch (kept only for --out); a job
-file's check(outputs) hook, when present, compares them with numpy.
-
-A Python file that defines no build_plan/build_job/job is an SPMD script: N copies run with
-MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK/LOCAL_RANK set (as with --nproc-per-node N):
-  flowlaunch sim examples/global_tensors.py --machines 4
+over tcp on 127.0.0.1.  Output pieces are collected by the master; a job file's
+check(outputs) hook, when present, compares them with numpy.  A file with
+build_jobs(machines) and drive(session) runs several jobs by name instead: every machine
+is a node on its own loopback tcp address inside flowlaunch, and drive runs there.
 """
 
 
@@ -42,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.machines < 1:
         raise LaunchError(f"--machines must be at least 1, got {args.machines}")
+    drive = jobs_driver(args.plan)
+    if drive is not None:  # build_jobs + drive: several jobs driven by name (jobs_sim.py)
+        return run_jobs_file(args, drive)
     port = check_port(args.master_port, "--master-port")
     if port == 0:
         port = free_port("127.0.0.1")
