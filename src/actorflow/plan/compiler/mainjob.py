@@ -33,8 +33,15 @@ class _Linker:
         self.tasks = tasks
         self.next_desc = next_desc
         self.job_id = job_id
-        self.thrd = {m: 1 + max((t.thrd_id for t in tasks if t.machine_id == m), default=-1)
-                     for m in range(machines)}  # the main job's unit on each machine
+        # the main job's unit on each machine: the unit of the client's input/output tasks
+        # when there is one (the client's requests then reach the job without a thread
+        # switch), else a unit of its own
+        self.thrd = {}
+        for m in range(machines):
+            io = [t.thrd_id for t in tasks if t.machine_id == m
+                  and t.task_type in ("input", "output", "source")]
+            self.thrd[m] = min(io) if io else 1 + max(
+                (t.thrd_id for t in tasks if t.machine_id == m), default=-1)
 
     def task(self, kind: str, machine: int, name: str, **attrs: object) -> Task:
         t = Task(len(self.tasks), kind, machine, self.thrd[machine], name=f"{MAIN_JOB}/{name}",
