@@ -37,8 +37,8 @@ def write_checkpoint(directory: str | os.PathLike, variables: dict[str, dict[str
     for name, v in sorted(variables.items()):
         value = np.ascontiguousarray(v["value"])
         (root / name).mkdir(exist_ok=True)
-        parts = []
-        seen = set()
+        parts: list[dict[str, Any]] = []
+        seen: set[tuple] = set()
         for begin, end in v["parts"]:
             key = (tuple(begin), tuple(end))
             if key in seen:  # broadcast: every device holds the same region; write it once

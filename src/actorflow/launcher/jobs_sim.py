@@ -103,5 +103,5 @@ def _save(path: str, result: Any) -> str:
         except (TypeError, ValueError) as e:
             raise LaunchError(f"--out: drive's result '{k}' is not arrays: {e}") from e
     with open(Path(path), "wb") as f:
-        np.savez(f, **arrays)
+        np.savez(f, **arrays)  # type: ignore[arg-type]
     return path
