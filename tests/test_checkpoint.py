@@ -39,7 +39,10 @@ def test_round_trips_across_machine_counts_4_2_1_3_give_identical_variables(tmp_
         s.save(tmp_path / "m4")
     manifest = json.loads((tmp_path / "m4" / "manifest.json").read_text())
     assert manifest["format"] == "actorflow-checkpoint" and manifest["version"] == 1
-    assert len(manifest["variables"]["w"]["parts"]) == 4  # one part per device of split(0)
+    parts = manifest["variables"]["w"]["parts"]
+    assert len(parts) == 4  # one part per device of split(0), each written on its machine
+    assert [p["machine"] for p in parts] == [0, 1, 2, 3]
+    assert np.load(tmp_path / "m4" / parts[1]["file"], allow_pickle=False).shape == (3, 5)
     assert len(manifest["variables"]["b"]["parts"]) == 1  # broadcast: one region
     assert manifest["variables"]["w"]["shape"] == list(SHAPE)
     src = tmp_path / "m4"
@@ -80,3 +83,35 @@ def test_bad_checkpoints_are_named(tmp_path):
     with pytest.raises(UsageError, match=r"variable 'w' has shape \(3, 3\), the job declares "
                                          r"\(12, 5\)"):
         _plan(1, path=tmp_path / "ck")
+
+
+def test_each_machine_process_writes_its_own_part(tmp_path):
+    """Machines as nodes over tcp, every unit a process: the parts are written there."""
+    from actorflow.job_session import cluster_job_session
+
+    rng = np.random.default_rng(2)
+    with cluster_job_session(_plan(2), unit="process", timeout=30) as s:
+        s.run("train", {"x": rng.standard_normal(SHAPE).astype(np.float32)})
+        want = s.run("read")
+        s.save(tmp_path / "ck")
+    with af.Session(_plan(3), timeout=30) as s:
+        s.load(tmp_path / "ck")
+        got = s.run("read")
+    np.testing.assert_array_equal(got["w"], want["w"])
+    np.testing.assert_array_equal(got["b"], want["b"])
+
+
+def test_a_missing_part_fails_the_load_job_naming_it(tmp_path):
+    from actorflow.errors import ActorflowError, JobRunError
+
+    with af.Session(_plan(2), timeout=30) as s:
+        s.save(tmp_path / "ck")
+    (tmp_path / "ck" / "w" / "part1.npy").unlink()
+    s = af.Session(_plan(1), timeout=30)
+    try:
+        with pytest.raises(JobRunError, match=r"piece 0 of job '__load__' did not finish: .*"
+                                              r"part1\.npy"):
+            s.load(tmp_path / "ck")
+    finally:
+        with pytest.raises(ActorflowError):
+            s.close()

@@ -23,13 +23,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from actorflow.errors import JobRunError, SessionClosed, UsageError, WaitTimeout
-from actorflow.kernels.checkpoint import read_manifest, read_variable, write_checkpoint
-from actorflow.plan.compiler.modelio import LOAD_JOB, SAVE_JOB
+from actorflow.kernels.checkpoint import encode_path, read_manifest, write_manifest
+from actorflow.plan.compiler.modelio import LOAD_JOB, PATH_INPUT, SAVE_JOB
 from actorflow.plan.model import JobInfo, Plan, Task
 
 
@@ -135,34 +136,52 @@ class JobClient:
 
     # -- checkpoints -------------------------------------------------------------------
     def save(self, directory: str | os.PathLike) -> str:
-        """Write every variable (each device part + a manifest) to ``directory``."""
-        info = self._job(SAVE_JOB, "the plan has no variables to save")
-        values = self.result(self.submit(SAVE_JOB), SAVE_JOB, None)
-        sbp = self.plan.ctrl.get("sbp", {}).get(SAVE_JOB, {})
-        variables = {name: {"value": np.asarray(values[name]), "parts": self._parts(name),
-                            "sbp": sbp.get(name, "")} for name in info.reads}
-        return str(write_checkpoint(directory, variables))
+        """Every device writes its part of every variable under ``directory`` (the
+        ``__save__`` job); the manifest is written once every part is on disk."""
+        self._job(SAVE_JOB, "the plan has no variables to save")
+        root = Path(directory).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        self.result(self.submit(SAVE_JOB, {PATH_INPUT: encode_path(root)}), SAVE_JOB, None)
+        return str(write_manifest(root, self._manifest()))
 
     def load(self, directory: str | os.PathLike) -> None:
-        """Set every variable from a checkpoint saved on any number of machines."""
+        """Every device reads its region of every variable from a checkpoint saved on any
+        number of machines (the ``__load__`` job)."""
         info = self._job(LOAD_JOB, "the plan has no variables to load")
-        manifest = read_manifest(directory)
-        missing = sorted(set(info.writes) - set(manifest["variables"]))
+        root = Path(directory).resolve()
+        saved = read_manifest(root)["variables"]
+        mine = self._manifest()
+        missing = sorted(set(info.writes) - set(saved))
         if missing:
             raise UsageError(f"{directory}: checkpoint lacks variables {missing} of the plan")
-        feeds = {}
         for name in info.writes:
-            task = self._inputs[info.job_id][f"{name}.value"]
-            blob = next(iter(task.produced.values())).blobs["out"]
-            feeds[f"{name}.value"] = read_variable(directory, name, tuple(blob.shape),
-                                                   blob.dtype)
-        self.result(self.submit(LOAD_JOB, feeds), LOAD_JOB, None)
+            a, b = saved[name], mine[name]
+            if (tuple(a["shape"]), a["dtype"]) != (tuple(b["shape"]), b["dtype"]):
+                raise UsageError(f"{directory}: variable '{name}' is {tuple(a['shape'])} "
+                                 f"{a['dtype']} there, {tuple(b['shape'])} {b['dtype']} in "
+                                 "the plan")
+        self.result(self.submit(LOAD_JOB, {PATH_INPUT: encode_path(root)}), LOAD_JOB, None)
 
-    def _parts(self, name: str) -> list[tuple[list[int], list[int]]]:
-        return [(list(e.kernel.attrs["begin"]), list(e.kernel.attrs["end"]))
-                for t in self.plan.tasks if self._by_id[t.job_id].name == SAVE_JOB
-                for e in t.exec_sequence if e.kernel.op_type == "variable_part"
-                and e.kernel.op_name.startswith(f"{name}@")]
+    def _manifest(self) -> dict[str, dict[str, Any]]:
+        """Names, logical shapes, dtypes, SBPs, placements and part files, from the plan."""
+        sbp = self.plan.ctrl.get("sbp", {}).get(SAVE_JOB, {})
+        out: dict[str, dict[str, Any]] = {}
+        for t in self.plan.tasks:
+            if self._by_id[t.job_id].name != SAVE_JOB:
+                continue
+            for e in t.exec_sequence:
+                if e.kernel.op_type != "variable_save":
+                    continue
+                a, part = e.kernel.attrs, e.kernel.attrs["variable"]
+                v = out.setdefault(a["name"], {
+                    "shape": list(part["logical_shape"]), "dtype": part["dtype"],
+                    "sbp": sbp.get(a["name"], ""), "parts": []})
+                if not a.get("skip"):
+                    v["parts"].append({"file": a["file"], "begin": list(part["begin"]),
+                                       "end": list(part["end"]), "machine": t.machine_id})
+        for v in out.values():
+            v["parts"].sort(key=lambda p: p["begin"])
+        return out
 
     # -- the runtime's side ------------------------------------------------------------
     def on_deliver(self, task: Task | None, piece_id: int, arrays: dict) -> None:

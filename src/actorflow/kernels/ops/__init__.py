@@ -5,6 +5,7 @@ from actorflow.kernels.ops import (  # noqa: F401
     elementwise,
     generators,
     linalg,
+    model_io,
     parallel,
     shape,
     testing,

@@ -259,29 +259,44 @@ class Lowering:
         return "[" + ", ".join(f"m{m}:d{d}" for m, d in devs) + "]"
 
 
-    def _assign(self, op: LogicalOp) -> None:
-        """``assign(ref, value)``: one node per part of the variable, on the part's device,
-        reading ``value`` boxed to the variable's own layout (never the other way round)."""
+    def _per_part(self, op: LogicalOp) -> None:
+        """Ops on a variable in place (``assign``, the model-IO jobs' ``variable_save``/
+        ``variable_load``): one node per part of the variable, on the part's device.
+        ``assign`` reads its value boxed to the variable's own layout (never the other way
+        round); the model-IO ops read the checkpoint path broadcast to every part."""
         ref = self._op[op.inputs["ref"]]
         if ref.op_type != "variable_part":
-            raise CompileError(f"job '{self.job.name}': op '{op.name}' assigns to "
-                               f"'{ref.name}', which is a {ref.op_type}, not a variable")
+            raise CompileError(f"job '{self.job.name}': op '{op.name}' ({op.op_type}) needs a "
+                               f"variable as 'ref', but '{ref.name}' is a {ref.op_type}")
         lay = self.layouts[ref.name]
-        values = self.box(op.inputs["value"], lay.devices, lay.code)
+        arg = "value" if op.op_type == "assign" else "path"
+        pieces = self.box(op.inputs[arg], lay.devices,
+                          lay.code if op.op_type == "assign" else "B")
+        opdef = get_op(op.op_type)
         nodes = []
+        regions: set[tuple] = set()
         for j, dev in enumerate(lay.devices):
             part = self.nodes[lay.nodes[j]]
-            attrs = {"variable": dict(part.attrs), "state_key": part.attrs["state_key"]}
-            nodes.append(self._node("normal", f"{op.name}@{j}", "assign", attrs, dev,
-                                    {"ref": lay.nodes[j], "value": values[j]}, part.out,
-                                    op.register_num, parallel=(j, len(lay.devices)),
+            attrs = {**op.attrs, "variable": dict(part.attrs),
+                     "state_key": part.attrs["state_key"]}
+            if op.op_type == "variable_save":  # one file per distinct region
+                region = (tuple(part.attrs["begin"]), tuple(part.attrs["end"]))
+                attrs.update(file=f"{ref.name}/part{j}.npy", skip=region in regions)
+                regions.add(region)
+            ins = {"ref": lay.nodes[j], arg: pieces[j]}
+            out = opdef.infer_checked(op.name, {k: self.nodes[v].out for k, v in ins.items()},
+                                      attrs)["out"]
+            nodes.append(self._node("normal", f"{op.name}@{j}", op.op_type, attrs, dev, ins,
+                                    out, op.register_num, parallel=(j, len(lay.devices)),
                                     device_type=lay.device_type))
-        self.layouts[op.name] = Layout(lay.devices, lay.code, nodes, lay.device_type)
-        self.choices[op.name] = f"{lay.code} on {self._ranks_text(lay.devices)} (assign)"
+        code = lay.code if op.op_type != "variable_save" else "B"
+        self.layouts[op.name] = Layout(lay.devices, code, nodes, lay.device_type)
+        self.choices[op.name] = f"{lay.code} on {self._ranks_text(lay.devices)} ({op.op_type})"
 
 
 _HANDLERS = {
-    "assign": Lowering._assign,
+    "assign": Lowering._per_part, "variable_save": Lowering._per_part,
+    "variable_load": Lowering._per_part,
     "input": Lowering._input, "source": Lowering._input,
     "to_global": Lowering._to_global, "output": Lowering._output,
 }

@@ -1,10 +1,10 @@
 """Model-IO jobs: how a session saves and loads every variable of a multi-job plan.
 
-``__save__`` reads each variable and pulls it to the client (an output named after it);
-``__load__`` pushes each variable's logical value in (an input named after it), boxes it to
-the variable's placement and SBP, and assigns it.  Both are ordinary jobs of the merged
-plan, so the main job's lock keeps them apart from jobs updating or reading the variables.
-Loading re-shards by construction: the client feeds the logical value, boxing cuts it.
+``__save__`` has every device write its own part of every variable; ``__load__`` has every
+device read its own region back from whichever saved parts overlap it (so a checkpoint
+saved on 4 machines loads on 2, 1 or 3).  The checkpoint directory is the jobs' one input.
+Both are ordinary jobs of the merged plan, so the main job's lock keeps them apart from
+jobs updating (and, for ``__load__``, reading) the variables.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from __future__ import annotations
 import copy
 
 from actorflow.errors import CompileError
+from actorflow.kernels.checkpoint import PATH_BYTES
 from actorflow.plan.compiler.graph import JobSpec, LogicalOp
 
 SAVE_JOB, LOAD_JOB = "__save__", "__load__"
+PATH_INPUT = "__path__"
 
 
 def variable_declarations(jobs: list[JobSpec]) -> dict[str, LogicalOp]:
@@ -47,7 +49,8 @@ def _signature(op: LogicalOp) -> dict[str, object]:
 
 def writes_of(job: JobSpec) -> list[str]:
     names = {o.name: o for o in job.ops}
-    return sorted({names[o.inputs["ref"]].name for o in job.ops if o.op_type == "assign"})
+    return sorted({names[o.inputs["ref"]].name for o in job.ops
+                   if o.op_type in ("assign", "variable_load")})
 
 
 def reads_of(job: JobSpec) -> list[str]:
@@ -55,23 +58,23 @@ def reads_of(job: JobSpec) -> list[str]:
 
 
 def model_io_jobs(variables: dict[str, LogicalOp], register_num: int = 2) -> list[JobSpec]:
-    """The ``__save__`` and ``__load__`` jobs for ``variables`` (none if there are none)."""
+    """The ``__save__`` and ``__load__`` jobs for ``variables`` (none if there are none).
+
+    Both take the checkpoint directory as input ``__path__`` (``uint8[PATH_BYTES]``, on
+    rank 0, broadcast to every device holding a part); each device then writes or reads its
+    own part (``kernels/ops/model_io.py``)."""
     if not variables:
         return []
-    save = JobSpec(SAVE_JOB, register_num=register_num)
-    load = JobSpec(LOAD_JOB, register_num=register_num)
-    for name, var in sorted(variables.items()):
-        save.ops.append(copy.deepcopy(var))
-        save.ops.append(LogicalOp(f"{name}.save", "output", {"in": name}, {"name": name}))
-        first = (var.ranks or (0,))[:1]
-        shape, dtype = var.attrs["logical_shape"], var.attrs["dtype"]
-        load.ops.append(LogicalOp(f"{name}.value", "input", {}, {"shape": list(shape),
-                                                               "dtype": dtype},
-                                  device_type=var.device_type, ranks=first))
-        load.ops.append(LogicalOp(f"{name}.global", "to_global", {"in": f"{name}.value"},
-                                  device_type=var.device_type, ranks=var.ranks, sbp=var.sbp))
-        load.ops.append(copy.deepcopy(var))
-        load.ops.append(LogicalOp(f"{name}.assign", "assign",
-                                  {"ref": name, "value": f"{name}.global"},
-                                  device_type=var.device_type, ranks=var.ranks, sbp=var.sbp))
-    return [save, load]
+    jobs = []
+    for job_name, op_type in ((SAVE_JOB, "variable_save"), (LOAD_JOB, "variable_load")):
+        spec = JobSpec(job_name, register_num=register_num)
+        spec.ops.append(LogicalOp(PATH_INPUT, "input", {}, {"shape": [PATH_BYTES],
+                                                           "dtype": "uint8"}, ranks=(0,)))
+        for name, var in sorted(variables.items()):
+            spec.ops.append(copy.deepcopy(var))
+            spec.ops.append(LogicalOp(f"{name}.{op_type}", op_type,
+                                      {"ref": name, "path": PATH_INPUT}, {"name": name},
+                                      device_type=var.device_type, ranks=var.ranks,
+                                      sbp=var.sbp))
+        jobs.append(spec)
+    return jobs
