@@ -42,8 +42,22 @@ def test_every_task_carries_its_job_and_the_main_job_has_the_seeds_shape():
     # and a callback tick per machine
     assert kinds["callback_tick"] == 5 * 2
     assert kinds["tick"] == 5 * (1 + 2 + 2)
-    ident = [t for t in plan.tasks if "identity_tick_cs0" in t.name]
-    assert sorted(t.machine_id for t in ident) == [0, 1]
+    # like the seed's main job, every main-job task is on machine 0 (with the client); the
+    # identity tick for machine 1 reaches the job's tasks there through a comm_net
+    assert {t.machine_id for t in plan.tasks if t.job_id == 5 and t.task_type != "comm_net"} \
+        == {0}
+    firsts = []
+    for cs in range(5):
+        ident = next(t for t in plan.tasks if t.name == f"main/identity_tick_cs{cs}_m1")
+        (gate,) = ident.produced.values()
+        for c in gate.consumer_task_ids:
+            if plan.task(c).task_type == "comm_net":
+                assert plan.task(c).machine_id == 1
+                firsts += [(cs, plan.task(f)) for d in plan.task(c).produced.values()
+                           for f in d.consumer_task_ids]
+    assert firsts and all(t.machine_id == 1 and t.job_id == cs for cs, t in firsts)
+    # every input and output of every job is on machine 0, where the client is
+    assert {t.machine_id for t in plan.tasks if t.task_type in ("input", "output")} == {0}
     # the back edge: esac's only produced desc is the lock's "end" input
     lock = plan.tasks_by_type("reentrant_lock")[0]
     esac = plan.tasks_by_type("esac")[0]

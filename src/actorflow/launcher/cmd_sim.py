@@ -6,8 +6,6 @@ import argparse
 import sys
 
 from actorflow.errors import LaunchError
-from actorflow.launcher.jobfile import jobs_driver
-from actorflow.launcher.jobs_sim import run_jobs_file
 from actorflow.launcher.launch import Cluster, add_run_options, run_cluster
 from actorflow.launcher.ports import check_port_free, free_port
 from actorflow.launcher.rankenv import check_port
@@ -22,8 +20,8 @@ examples:
 Each machine is one `flowlaunch worker` process (rank 0 hosts the master); machines talk
 over tcp on 127.0.0.1.  Output pieces are collected by the master; a job file's
 check(outputs) hook, when present, compares them with numpy.  A file with
-build_jobs(machines) and drive(session) runs several jobs by name instead: every machine
-is a node on its own loopback tcp address inside flowlaunch, and drive runs there.
+build_jobs(machines) and drive(session) runs several jobs by name instead: rank 0 runs
+drive, and check(result) reads what it returned.
 """
 
 
@@ -41,9 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.machines < 1:
         raise LaunchError(f"--machines must be at least 1, got {args.machines}")
-    drive = jobs_driver(args.plan)
-    if drive is not None:  # build_jobs + drive: several jobs driven by name (jobs_sim.py)
-        return run_jobs_file(args, drive)
     port = check_port(args.master_port, "--master-port")
     if port == 0:
         port = free_port("127.0.0.1")

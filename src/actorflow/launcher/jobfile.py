@@ -150,7 +150,13 @@ def jobs_driver(path: str | Path) -> Callable[[Any], Any] | None:
 
 
 def runnable_check(plan: Plan, source: str | Path) -> None:
-    """Reject, in one line, a plan flowlaunch cannot drive: it needs sources, not inputs."""
+    """Reject, in one line, a plan flowlaunch cannot drive: it needs sources, not inputs
+    (or, for a multi-job plan, the job file's ``drive(session)``, run by rank 0)."""
+    if plan.is_multi_job:
+        if jobs_driver(source) is None:
+            raise LaunchError(f"{source}: a multi-job plan is driven by a job file's "
+                              "drive(session); give the Python file with build_jobs and drive")
+        return
     inputs = sorted(plan.input_tasks())
     if inputs:
         raise LaunchError(

@@ -71,10 +71,6 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 def load_checked(target: str, machines: int) -> Plan:
     plan = load_target(target, machines)
-    if plan.is_multi_job:
-        raise LaunchError(f"{target}: a multi-job plan is driven by name from drive(session); "
-                          "run it with `flowlaunch sim FILE --machines N` (worker processes "
-                          "per machine do not drive multi-job plans yet)")
     if plan.machines.count > machines:
         raise LaunchError(f"{target}: the plan is for {plan.machines.count} machines but only "
                           f"{machines} were given (use {plan.machines.count} machines)")

@@ -182,8 +182,7 @@ class _Machine:
         self.diag: Any = None  # trace.Diagnostics: flight recorder, --trace, watchdog
         self.results: queue.SimpleQueue = queue.SimpleQueue()  # batches for the master
         self.delivered = 0
-        self.outputs: dict[str, int] = {}  # pieces per output name sent to the launcher
-        self._out: Comm | None = None
+        self.driver: Any = None  # launcher.drive.Driver on rank 0 of a multi-job run
 
     def run(self) -> int:
         cfg, client = self.cfg, self.client
@@ -220,11 +219,10 @@ class _Machine:
                                 clock_offset=client.clock.offset,
                                 clock_error=client.clock.delay / 2,
                                 plan_file=f"plan-m{cfg.rank}.plan")
-        if cfg.deliver:
-            self._out = connect(cfg.deliver, linger_ms=10_000,
-                                name=f"rank {cfg.rank} -> the launcher's output sink")
+        driver = self._driver(plan)  # rank 0 of a multi-job run drives the jobs by name
         self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
-                                on_batch=self._on_batch, recorder=self.diag.recorder)
+                                on_deliver=driver.client.on_deliver if driver else
+                                self._on_deliver, recorder=self.diag.recorder)
         self.diag.attach(self.node.actor_states, self.node.fail)
         client.send("addr", addr=self.node.bind(host))
         peers = client.wait_for({"peers"}, cfg.join_timeout, "every machine's data address")
@@ -232,12 +230,17 @@ class _Machine:
         self.node.start()  # on this thread: unit processes die with the thread that made them
         client.send("ready")
         start = client.wait_for({"start"}, cfg.join_timeout, "the start signal")
-        self._start_sources(plan, start.get("pieces"))
+        if not plan.is_multi_job:  # a multi-job plan's main job paces every job
+            self._start_sources(plan, start.get("pieces"))
+        if driver is not None:
+            driver.start(self.node)
         deadline = time.monotonic() + cfg.run_timeout if cfg.run_timeout else None
         next_progress = 0.0
         while True:
             client.poll(0.05)
-            self.node.flush_outputs()
+            if driver is not None:
+                for item in driver.poll():
+                    self.results.put(item)
             self._forward_results()
             if time.monotonic() >= next_progress:
                 next_progress = time.monotonic() + 0.5
@@ -245,7 +248,9 @@ class _Machine:
             if self.node.error is not None:
                 raise self.node.error
             if self.node.exited():
-                self.node.flush_outputs()
+                if driver is not None:  # its result, if it was still on its way
+                    for item in driver.poll(wait=5.0):
+                        self.results.put(item)
                 self._forward_results()
                 if self.node.error is not None:
                     raise self.node.error
@@ -259,6 +264,19 @@ class _Machine:
         self._close_node()
         client.send("bye")
         return EXIT_OK
+
+    def _driver(self, plan: Plan) -> Any:
+        if not plan.is_multi_job or self.cfg.rank != 0:
+            return None
+        from actorflow.launcher.drive import Driver
+        from actorflow.launcher.jobfile import jobs_driver
+
+        fn = jobs_driver(self.cfg.target) if self.cfg.target else None
+        if fn is None:
+            raise LaunchError(f"{self.cfg.target}: a multi-job plan needs a job file with "
+                              "build_jobs(machines) and drive(session) to drive it")
+        self.driver = Driver(plan, fn, str(self.cfg.target))
+        return self.driver
 
     def _start_sources(self, plan: Plan, pieces: int | None) -> None:
         for t in plan.tasks:
@@ -320,6 +338,9 @@ class _Machine:
         self.client.send("error", error=err)  # the socket's linger delivers it on close
 
     def _close_node(self) -> None:
+        if self.driver is not None:
+            driver, self.driver = self.driver, None
+            driver.stop()
         if self.diag is not None:  # dump the flight recorder if the run failed; flush --trace
             diag, self.diag = self.diag, None
             diag.close(self.node.error if self.node is not None else None)

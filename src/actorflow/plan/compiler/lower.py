@@ -121,7 +121,7 @@ class Lowering:
         kind, attrs, op_type = op.op_type, {}, ""
         task_attrs: dict[str, Any]
         if kind == "input":
-            task_attrs = {"input_name": op.name}
+            task_attrs = {"input_name": op.attrs.get("feed_name", op.name)}
         else:
             task_attrs = {}
             if self.job.num_pieces is not None:
@@ -144,7 +144,9 @@ class Lowering:
     def _output(self, op: LogicalOp) -> None:
         src_name = op.inputs["in"]
         src = self.layouts[src_name]
-        dev = src.devices[:1]
+        # where the client takes it: the op's own rank if it has one (a multi-job plan keeps
+        # every output on rank 0), else the first device of the tensor
+        dev = self._devices(op, op.ranks)[:1] if op.ranks is not None else src.devices[:1]
         (piece,) = self.box(src_name, dev, "B")
         name = op.attrs.get("name", op.name)
         self._node("output", name, "", {}, dev[0], {"in": piece}, None,

@@ -1,9 +1,14 @@
 """Build the main job and link every job's critical section into it (seed 001, MainJob).
 
-    wait_and_send_ids -> reentrant_lock -> case --cs i--> source tick i          (machine 0)
-      -> identity tick (i, m) on every machine m -> the job's first tasks on m
+    wait_and_send_ids -> reentrant_lock -> case --cs i--> source tick i
+      -> identity tick (i, m) for every machine m -> the job's first tasks on m
       the job's last tasks on m -> sink tick (i, m) -> callback tick (i, m)   (tells client)
-                                                   -> esac (machine 0) -> back edge -> lock
+                                                   -> esac -> back edge -> lock
+
+Like the seed's main job (one parallel conf, the first machine), every main-job task runs
+on machine 0, with the client: the per-machine ticks reach the job's tasks on machine m
+through comm_net tasks.  Every job's inputs and outputs are on machine 0 too (``multi``),
+so a client on machine 0 drives the whole plan.
 
 One critical section per job.  Two sections conflict when one writes (assigns) a variable
 the other reads or writes; a writer therefore conflicts with itself, and its pieces run one
@@ -115,21 +120,21 @@ def link_main_job(tasks: list[Task], jobs: list[JobInfo], machines: int,
         mine = job_tasks.get(cs, [])
         done = {t.task_id for t in _done_tasks(mine)}
         for m in range(machines):
-            ident = lk.task("tick", m, f"identity_tick_cs{cs}_m{m}", critical_section=cs)
+            ident = lk.task("tick", 0, f"identity_tick_cs{cs}_m{m}", critical_section=cs)
             lk.consume(ident, fan, "in")
             gate = lk.desc(ident, "out")
             on_m = [t for t in mine if t.machine_id == m]
             for t in on_m:
                 if not t.consumed:  # the job's first tasks on m: inputs, sources, variables
                     lk.consume(t, gate, "gate")
-            sink = lk.task("tick", m, f"sink_tick_cs{cs}_m{m}", critical_section=cs)
+            sink = lk.task("tick", 0, f"sink_tick_cs{cs}_m{m}", critical_section=cs)
             ends = [t for t in on_m if t.task_id in done]
             for t in ends:
                 lk.consume(sink, lk.desc(t, f"done_cs{cs}"), f"done_{t.task_id}")
             if not gate.consumer_task_ids or not ends:
                 lk.consume(sink, gate, "gate")
             finished = lk.desc(sink, "out")
-            cb = lk.task("callback_tick", m, f"callback_tick_cs{cs}_m{m}", critical_section=cs)
+            cb = lk.task("callback_tick", 0, f"callback_tick_cs{cs}_m{m}", critical_section=cs)
             lk.consume(cb, finished, "in")
             before = set(esac.consumed_ids())
             lk.consume(esac, finished, f"cs{cs}_m{m}")

@@ -11,9 +11,11 @@ machine.
 
 from __future__ import annotations
 
+import copy
+
 from actorflow.errors import CompileError
 from actorflow.plan.compiler import compile_job
-from actorflow.plan.compiler.graph import JobSpec, infer_job
+from actorflow.plan.compiler.graph import JobSpec, LogicalOp, infer_job
 from actorflow.plan.compiler.mainjob import link_main_job
 from actorflow.plan.compiler.modelio import (
     model_io_jobs,
@@ -44,7 +46,8 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
                                    "supported in a multi-job plan")
         infer_job(j)
     variables = variable_declarations(jobs)
-    all_jobs = list(jobs) + (model_io_jobs(variables) if model_io else [])
+    all_jobs = [_client_io_on_rank0(j) for j in jobs] + (
+        model_io_jobs(variables) if model_io else [])
     tasks: list[Task] = []
     infos: list[JobInfo] = []
     next_desc = 0
@@ -55,8 +58,9 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
         next_desc = _renumber(sub.tasks, job_id, spec.name, len(tasks), next_desc)
         tasks.extend(sub.tasks)
         sbp[spec.name] = dict(sub.ctrl.get("sbp", {}))
-        infos.append(JobInfo(spec.name, None, spec.names("input"), spec.output_names(),
-                             reads_of(spec), job_id, reads_of(spec), writes_of(spec)))
+        feeds = [o.attrs.get("feed_name", o.name) for o in spec.ops if o.op_type == "input"]
+        infos.append(JobInfo(spec.name, None, feeds, spec.output_names(), reads_of(spec),
+                             job_id, reads_of(spec), writes_of(spec)))
     main = link_main_job(tasks, infos, machines, next_desc)
     infos.append(main)
     plan = Plan(tasks=tasks, machines=MachineInfo(machines, devices_per_machine),
@@ -65,6 +69,27 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
     if validate:
         plan.validate()
     return plan
+
+
+def _client_io_on_rank0(job: JobSpec) -> JobSpec:
+    """Every input and output of the job on rank 0 (machine 0), where the main job and the
+    client are: an input placed elsewhere is fed on rank 0 and moved by boxing, so the ops
+    reading it keep their placement; outputs are boxed to rank 0."""
+    spec = copy.deepcopy(job)
+    ops = []
+    for op in spec.ops:
+        if op.op_type == "input" and op.ranks not in (None, (0,)):
+            feed = LogicalOp(f"{op.name}.feed", "input", dict(op.attrs, feed_name=op.name),
+                             device_type=op.device_type, ranks=(0,), out=op.out)
+            ops.append(feed)
+            op = LogicalOp(op.name, "to_global", {"in": feed.name}, {},
+                           device_type=op.device_type, ranks=op.ranks, sbp=op.sbp,
+                           register_num=op.register_num, out=op.out)
+        elif op.op_type == "output":
+            op.ranks = (0,)
+        ops.append(op)
+    spec.ops = ops
+    return spec
 
 
 def _renumber(tasks: list[Task], job_id: int, job: str, task_base: int,
