@@ -104,3 +104,19 @@ def test_a_kernel_error_names_the_job_the_task_and_the_piece(tmp_path):
     finally:
         with pytest.raises(ActorflowError, match=r"nope\.npy"):
             s.close()
+
+
+def test_jobs_placed_away_from_machine_0_are_fed_and_read_through_it():
+    """Inputs and outputs live on machine 0 (push/pull jobs); the job's ops stay on its
+    own placement (here machine 1 only)."""
+    P1 = af.placement("cpu", ranks=[1])
+    with af.Job("far", placement=P1) as far:
+        x = af.input("x", (3,), placement=P1)
+        w = af.variable("w", (3,), placement=P1)
+        af.output("y", w.add_(x) * 2.0)
+    plan = af.compile([far], machines=2)
+    kernels = {e.kernel.op_type: t.machine_id for t in plan.tasks for e in t.exec_sequence}
+    assert kernels["assign"] == 1 and kernels["variable_part"] == 1
+    with af.Session(plan, timeout=20) as s:
+        ys = [s.run("far", {"x": np.full(3, i, np.float32)}) for i in range(1, 4)]
+    np.testing.assert_array_equal(ys, [np.full(3, v, np.float32) for v in (2.0, 6.0, 12.0)])

@@ -47,7 +47,9 @@ def test_sim_trace_shows_each_jobs_critical_section(flowlaunch, tmp_path):
     # each job's critical section: its identity ticks (one per machine) act once per piece
     assert acts["main/identity_tick_cs0_m1"] == 6  # update ran 6 times
     assert acts["main/identity_tick_cs1_m0"] == 7  # eval ran 7 times
-    assert acts["main/esac"] == 13
+    # every request is 4 critical sections: push x, push y, the job, pull its output
+    assert acts["main/esac"] == 13 * 4
+    assert count("push:update/x/") == 6 and acts["pull:eval/loss/pulled"] == 7
     assert count("update/") > 0 and count("eval/") > 0
 
 

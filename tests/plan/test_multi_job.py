@@ -31,23 +31,28 @@ def _jobs(ranks=(0, 1), sbp=None):
 def test_every_task_carries_its_job_and_the_main_job_has_the_seeds_shape():
     plan = af.compile(list(_jobs()), machines=2)
     names = [j.name for j in plan.jobs]
-    assert names == ["update", "eval", "other", "__save__", "__load__", "main"]
-    assert [j.job_id for j in plan.jobs] == list(range(6))
+    assert names == ["update", "eval", "other", "__save__", "__load__",
+                     "push:update/x", "pull:update/w", "pull:eval/y", "push:other/z",
+                     "pull:other/z2", "push:__save__/__path__", "push:__load__/__path__",
+                     "main"]
+    main = len(names) - 1
+    assert [j.job_id for j in plan.jobs] == list(range(len(names)))
     by_job = Counter(t.job_id for t in plan.tasks)
-    assert set(by_job) == set(range(6))
-    kinds = Counter(t.task_type for t in plan.tasks if t.job_id == 5)
+    assert set(by_job) == set(range(len(names)))
+    kinds = Counter(t.task_type for t in plan.tasks if t.job_id == main)
     assert kinds["wait_and_send_ids"] == kinds["reentrant_lock"] == 1
     assert kinds["case"] == kinds["esac"] == 1
-    # per critical section: a source tick on machine 0, an identity and a sink tick per machine
-    # and a callback tick per machine
-    assert kinds["callback_tick"] == 5 * 2
-    assert kinds["tick"] == 5 * (1 + 2 + 2)
+    # per critical section (one per job): a source tick, an identity and a sink tick per
+    # machine, and a callback tick per machine
+    cs = main
+    assert kinds["callback_tick"] == cs * 2
+    assert kinds["tick"] == cs * (1 + 2 + 2)
     # like the seed's main job, every main-job task is on machine 0 (with the client); the
     # identity tick for machine 1 reaches the job's tasks there through a comm_net
-    assert {t.machine_id for t in plan.tasks if t.job_id == 5 and t.task_type != "comm_net"} \
-        == {0}
+    assert {t.machine_id for t in plan.tasks if t.job_id == main
+            and t.task_type != "comm_net"} == {0}
     firsts = []
-    for cs in range(5):
+    for cs in range(main):
         ident = next(t for t in plan.tasks if t.name == f"main/identity_tick_cs{cs}_m1")
         (gate,) = ident.produced.values()
         for c in gate.consumer_task_ids:
@@ -55,9 +60,15 @@ def test_every_task_carries_its_job_and_the_main_job_has_the_seeds_shape():
                 assert plan.task(c).machine_id == 1
                 firsts += [(cs, plan.task(f)) for d in plan.task(c).produced.values()
                            for f in d.consumer_task_ids]
-    assert firsts and all(t.machine_id == 1 and t.job_id == cs for cs, t in firsts)
-    # every input and output of every job is on machine 0, where the client is
-    assert {t.machine_id for t in plan.tasks if t.task_type in ("input", "output")} == {0}
+    assert firsts and all(t.machine_id == 1 and t.job_id == c for c, t in firsts)
+    # every input and output of every job is on machine 0, where the client is, in a push
+    # or pull job of its own
+    io = [t for t in plan.tasks if t.task_type in ("input", "output")]
+    assert {t.machine_id for t in io} == {0}
+    assert all(names[t.job_id].startswith(("push:", "pull:")) for t in io)
+    # a client request sends a job's push jobs, the job, then its pull jobs
+    order = plan.tasks_by_type("wait_and_send_ids")[0].attrs["request_order"]
+    assert order[:3] == [5, 0, 6] and sorted(order) == list(range(main))
     # the back edge: esac's only produced desc is the lock's "end" input
     lock = plan.tasks_by_type("reentrant_lock")[0]
     esac = plan.tasks_by_type("esac")[0]
@@ -74,6 +85,7 @@ def test_conflicts_writers_against_every_toucher_readers_overlap():
     assert conf["1"] == [0, 4]  # eval only reads
     assert conf["2"] == []
     assert conf["3"] == [0, 4]
+    assert all(conf[str(i)] == [] for i in range(5, 12))  # push/pull jobs touch nothing
 
 
 def test_jobs_naming_one_variable_share_one_state_per_device():

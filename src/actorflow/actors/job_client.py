@@ -31,6 +31,7 @@ import numpy as np
 from actorflow.errors import JobRunError, SessionClosed, UsageError, WaitTimeout
 from actorflow.kernels.checkpoint import encode_path, read_manifest, write_manifest
 from actorflow.plan.compiler.modelio import LOAD_JOB, PATH_INPUT, SAVE_JOB
+from actorflow.plan.compiler.pushpull import PUSH, is_push_pull
 from actorflow.plan.model import JobInfo, Plan, Task
 
 
@@ -53,8 +54,18 @@ class JobClient:
         self.plan = plan
         self.timeout = timeout
         self.runtime: Any = None
-        self.jobs: dict[str, JobInfo] = {j.name: j for j in plan.jobs[:-1]}
+        # the jobs a caller names; each request of one also runs its push jobs (one per
+        # input, carrying the feeds) and pull jobs (one per output, bringing the results)
+        self.jobs: dict[str, JobInfo] = {j.name: j for j in plan.jobs[:-1]
+                                         if not is_push_pull(j.name)}
         self._by_id = {j.job_id: j for j in plan.jobs}
+        self._pushes: dict[str, list[JobInfo]] = {}
+        self._pulls: dict[str, list[JobInfo]] = {}
+        for j in plan.jobs:
+            if is_push_pull(j.name):
+                owner = j.name.split(":", 1)[1].rsplit("/", 1)[0]
+                (self._pushes if j.name.startswith(PUSH) else self._pulls).setdefault(
+                    owner, []).append(j)
         self._task_job = {t.task_id: t.job_id for t in plan.tasks}
         self._labels = {t.task_id: t.label for t in plan.tasks}
         self._inputs: dict[int, dict[str, Task]] = {}
@@ -82,22 +93,33 @@ class JobClient:
 
     # -- requests ----------------------------------------------------------------------
     def submit(self, job: str, feeds: Mapping[str, Any] | None = None) -> Future:
-        """Start one piece of ``job``; the future's result is its outputs (a dict by name)."""
+        """Start one piece of ``job``; the future's result is its outputs (a dict by name).
+
+        The request is the job's push jobs (the feeds), the job, and its pull jobs (the
+        outputs), sent in that order; the future completes when all of them did."""
         self._check_open()
         info = self._job(job)
         arrays = self._convert_feeds(info, feeds or {})
-        with self._submit_lock:  # the k-th request of a job is its piece k, everywhere
-            piece = self._next_piece[info.job_id]
-            self._next_piece[info.job_id] += 1
-            req = _Request(info, piece, Future())
-            with self._lock:
-                self._pending[(info.job_id, piece)] = req
-            inputs = self._inputs.get(info.job_id, {})
-            for name, blobs in arrays.items():
-                self.runtime.push_feed(inputs[name].task_id, blobs)
-            self.runtime.command(self._wait.task_id, "send", info.job_id)
+        pushes, pulls = self._pushes.get(info.name, []), self._pulls.get(info.name, [])
+        with self._submit_lock:  # the k-th request of a job is piece k of all its parts
+            parts = [self._start(p, {p.inputs[0]: arrays[p.inputs[0]]}) for p in pushes]
+            parts.append(self._start(info, {}))
+            parts += [self._start(p, {}) for p in pulls]
         if self.runtime.error is not None:
             self.fail_all(self.runtime.error)
+        return _gather(parts, main=len(pushes))
+
+    def _start(self, info: JobInfo, arrays: dict[str, dict]) -> Future:
+        """One piece of one job (the caller holds ``_submit_lock``)."""
+        piece = self._next_piece[info.job_id]
+        self._next_piece[info.job_id] += 1
+        req = _Request(info, piece, Future())
+        with self._lock:
+            self._pending[(info.job_id, piece)] = req
+        inputs = self._inputs.get(info.job_id, {})
+        for name, blobs in arrays.items():
+            self.runtime.push_feed(inputs[name].task_id, blobs)
+        self.runtime.command(self._wait.task_id, "send", info.job_id)
         return req.future
 
     def run(self, job: Any, feeds: Mapping[str, Any] | None = None,
@@ -248,7 +270,8 @@ class JobClient:
         return user[0]
 
     def _convert_feeds(self, info: JobInfo, feeds: Mapping[str, Any]) -> dict[str, dict]:
-        inputs = self._inputs.get(info.job_id, {})
+        inputs = {name: t for p in self._pushes.get(info.name, [])
+                  for name, t in self._inputs.get(p.job_id, {}).items()}
         missing, extra = set(inputs) - set(feeds), set(feeds) - set(inputs)
         if missing or extra:
             raise UsageError(f"job '{info.name}': feeds must name exactly its inputs "
@@ -279,6 +302,33 @@ class JobClient:
                         f"{error}", tid)
         e.__cause__ = error
         return e
+
+
+def _gather(parts: list[Future], main: int) -> Future:
+    """One future for the parts of a request: their outputs merged, or an error (the job's
+    own, ``parts[main]``, before its push and pull jobs')."""
+    whole: Future = Future()
+    left = [len(parts)]
+    lock = threading.Lock()
+
+    def done(_f: Future) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0]:
+                return
+        order = [parts[main], *parts[:main], *parts[main + 1:]]
+        errors = [f.exception() for f in order if f.exception() is not None]
+        if errors:
+            whole.set_exception(errors[0])
+            return
+        merged: dict[str, Any] = {}
+        for f in parts:
+            merged.update(f.result())
+        whole.set_result(merged)
+
+    for f in parts:
+        f.add_done_callback(done)
+    return whole
 
 
 def _unwrap(outputs: dict[str, Any]) -> Any:

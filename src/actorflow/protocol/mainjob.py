@@ -93,9 +93,11 @@ class WaitAndSendIdsState(_Generator):
         _send_ready_payload(self, out, self.produced[d], slot, act.piece_id, act.info)
 
     def dry_run_commands(self, pieces: int) -> list[tuple[str, Any]]:
-        """What the dry run sends: every critical section ``pieces`` times, then close."""
-        return [("send", [i for _ in range(pieces) for i in range(self.num_cs)]),
-                ("close", None)]
+        """What the dry run sends: every critical section ``pieces`` times, in the order a
+        client sends one request (``attrs["request_order"]``: a job's push jobs, the job,
+        its pull jobs, job after job), then close."""
+        order = [int(i) for i in self.attrs.get("request_order", range(self.num_cs))]
+        return [("send", [i for _ in range(pieces) for i in order]), ("close", None)]
 
 
 class ReentrantLockState(_PayloadInputs):

@@ -17,6 +17,7 @@ at a time.  Edges that cross machines go through ``comm_net`` tasks like any oth
 
 from __future__ import annotations
 
+from actorflow.plan.compiler.pushpull import PULL, PUSH, is_push_pull
 from actorflow.plan.model import JobInfo, RegstDesc, Task
 
 MAIN_JOB = "main"
@@ -31,6 +32,21 @@ def conflicts(jobs: list[JobInfo]) -> dict[str, list[int]]:
             b.job_id for b in jobs
             if w_a & (set(b.reads) | set(b.writes)) or set(b.writes) & touch_a]
     return out
+
+
+def request_order(jobs: list[JobInfo]) -> list[int]:
+    """The ids one request of each job sends: its push jobs, the job, its pull jobs."""
+    def owner(j: JobInfo) -> str:
+        return j.name.split(":", 1)[1].rsplit("/", 1)[0]
+
+    order = []
+    for j in jobs:
+        if is_push_pull(j.name):
+            continue
+        order += [p.job_id for p in jobs if p.name.startswith(PUSH) and owner(p) == j.name]
+        order.append(j.job_id)
+        order += [p.job_id for p in jobs if p.name.startswith(PULL) and owner(p) == j.name]
+    return order
 
 
 class _Linker:
@@ -96,7 +112,7 @@ def link_main_job(tasks: list[Task], jobs: list[JobInfo], machines: int,
     main_id = len(jobs)
     lk = _Linker(tasks, machines, next_desc, main_id)
     wait = lk.task("wait_and_send_ids", 0, "wait_and_send_ids",
-                   num_critical_sections=len(jobs))
+                   num_critical_sections=len(jobs), request_order=request_order(jobs))
     lock = lk.task("reentrant_lock", 0, "reentrant_lock", conflicts=conflicts(jobs))
     case = lk.task("case", 0, "case")
     esac = lk.task("esac", 0, "esac")
@@ -124,8 +140,9 @@ def link_main_job(tasks: list[Task], jobs: list[JobInfo], machines: int,
             lk.consume(ident, fan, "in")
             gate = lk.desc(ident, "out")
             on_m = [t for t in mine if t.machine_id == m]
-            for t in on_m:
-                if not t.consumed:  # the job's first tasks on m: inputs, sources, variables
+            for t in on_m:  # the job's first tasks on m: inputs, sources, variables, and
+                # the copies of what push jobs pushed / what pull jobs take
+                if not t.consumed or t.attrs.get("gated_copy"):
                     lk.consume(t, gate, "gate")
             sink = lk.task("tick", 0, f"sink_tick_cs{cs}_m{m}", critical_section=cs)
             ends = [t for t in on_m if t.task_id in done]

@@ -3,7 +3,8 @@
 Each job is compiled on its own (``compile_job(..., gated=True)``: its tasks with no input
 are left for the main job to pace), renumbered into one id space and tagged with its
 ``job_id``; the model-IO jobs (``__save__``/``__load__``) are added when there are
-variables; then the main job is built from every job's critical section and linked in
+variables; every job's inputs and outputs become push and pull jobs (``pushpull``); then
+the main job is built from every job's critical section and linked in
 (``mainjob.link_main_job``).  Jobs naming one variable share its memory: each variable
 part has one ``state_key``, and the runtime gives every node with that key one state per
 machine.
@@ -23,6 +24,7 @@ from actorflow.plan.compiler.modelio import (
     variable_declarations,
     writes_of,
 )
+from actorflow.plan.compiler.pushpull import add_push_pull_jobs
 from actorflow.plan.model import JobInfo, MachineInfo, Plan, Task
 
 
@@ -61,6 +63,7 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
         feeds = [o.attrs.get("feed_name", o.name) for o in spec.ops if o.op_type == "input"]
         infos.append(JobInfo(spec.name, None, feeds, spec.output_names(), reads_of(spec),
                              job_id, reads_of(spec), writes_of(spec)))
+    next_desc = add_push_pull_jobs(tasks, infos, next_desc)
     main = link_main_job(tasks, infos, machines, next_desc)
     infos.append(main)
     plan = Plan(tasks=tasks, machines=MachineInfo(machines, devices_per_machine),
@@ -79,7 +82,7 @@ def _client_io_on_rank0(job: JobSpec) -> JobSpec:
     ops = []
     for op in spec.ops:
         if op.op_type == "input" and op.ranks not in (None, (0,)):
-            feed = LogicalOp(f"{op.name}.feed", "input", dict(op.attrs, feed_name=op.name),
+            feed = LogicalOp(f"{op.name}.feed", "input", {}, dict(op.attrs, feed_name=op.name),
                              device_type=op.device_type, ranks=(0,), out=op.out)
             ops.append(feed)
             op = LogicalOp(op.name, "to_global", {"in": feed.name}, {},
