@@ -6,7 +6,8 @@
    small array, and four ``tanh(x @ w)`` layers; one machine) through the main job
    (wait_and_send_ids -> lock -> case -> ticks -> job -> sink/callback ticks -> esac)
    against the same job compiled alone and run with ``Session.run`` (no main job), both
-   measured here.  Goal <= 1.2x.
+   measured here; with push and pull jobs (3 critical sections per request) and with
+   ``push_pull=False`` (1).  Goal <= 1.2x.
 2. **Two non-conflicting jobs concurrently**: jobs A and B (each ``tanh(x @ w)`` with its
    own read-only weight, A on machine 0 and B on machine 1) requested by two client threads
    at once, against the same requests made one job after the other.  Throughput ratio
@@ -88,12 +89,16 @@ def switch_overhead(requests: int, repeats: int, size: int) -> list[list]:
             s.run(feeds)
             single = median_of(lambda s=s, f=feeds: latency(lambda: s.run(f), requests),
                                repeats)
-        plan = af.compile([lone_job(size=n), lone_job("other", size=n)], machines=1)
-        with af.Session(plan) as s:
-            s.run("lone", feeds)
-            multi = median_of(lambda s=s, f=feeds: latency(lambda: s.run("lone", f), requests),
-                              repeats)
-        rows.append([what, single * 1e6, multi * 1e6, multi / single])
+        multi = []
+        for push_pull in (True, False):
+            plan = af.compile([lone_job(size=n), lone_job("other", size=n)], machines=1,
+                              push_pull=push_pull)
+            with af.Session(plan) as s:
+                s.run("lone", feeds)
+                multi.append(median_of(
+                    lambda s=s, f=feeds: latency(lambda: s.run("lone", f), requests), repeats))
+        rows.append([what, single * 1e6, multi[0] * 1e6, multi[0] / single, multi[1] * 1e6,
+                     multi[1] / single])
     return rows
 
 
@@ -139,9 +144,9 @@ def main() -> int:
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print("Job switch overhead (latency of one request, median):\n")
-    print(table(["lone job", "single-job plan us", "through the main job us",
-                 "ratio (goal <= 1.2)"], switch_overhead(args.requests, args.repeats,
-                                                         args.size)))
+    print(table(["lone job", "single-job plan us", "main job + push/pull us", "ratio",
+                 "main job, push_pull=False us", "ratio (goal <= 1.2)"],
+                switch_overhead(args.requests, args.repeats, args.size)))
     print("\nTwo non-conflicting jobs (A on machine 0, B on machine 1), synchronous "
           "requests:\n")
     rows = [concurrency(u, args.size, args.requests, args.repeats)

@@ -120,3 +120,22 @@ def test_jobs_placed_away_from_machine_0_are_fed_and_read_through_it():
     with af.Session(plan, timeout=20) as s:
         ys = [s.run("far", {"x": np.full(3, i, np.float32)}) for i in range(1, 4)]
     np.testing.assert_array_equal(ys, [np.full(3, v, np.float32) for v in (2.0, 6.0, 12.0)])
+
+
+def test_push_pull_false_feeds_the_jobs_own_inputs():
+    plan = af.compile(list(_jobs_for_push_pull()), machines=2, push_pull=False)
+    assert not any(j.name.startswith(("push:", "pull:")) for j in plan.jobs)
+    with af.Session(plan, timeout=20) as s:
+        s.run("update", {"x": np.ones((4, 3), np.float32)})
+        np.testing.assert_array_equal(s.run("eval"), np.full((4, 3), 0.5, np.float32))
+
+
+def _jobs_for_push_pull():
+    P = af.placement("cpu", ranks=[0, 1])
+    with af.Job("update") as up:
+        x = af.input("x", (4, 3), placement=P, sbp=af.sbp.split(0))
+        w = af.variable("w", (4, 3), placement=P, sbp=af.sbp.split(0))
+        w.add_(x * 0.5)
+    with af.Job("eval") as ev:
+        af.output("w", af.variable("w", (4, 3), placement=P, sbp=af.sbp.split(0)))
+    return up, ev

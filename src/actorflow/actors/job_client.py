@@ -103,7 +103,7 @@ class JobClient:
         pushes, pulls = self._pushes.get(info.name, []), self._pulls.get(info.name, [])
         with self._submit_lock:  # the k-th request of a job is piece k of all its parts
             parts = [self._start(p, {p.inputs[0]: arrays[p.inputs[0]]}) for p in pushes]
-            parts.append(self._start(info, {}))
+            parts.append(self._start(info, {} if pushes else arrays))
             parts += [self._start(p, {}) for p in pulls]
         if self.runtime.error is not None:
             self.fail_all(self.runtime.error)
@@ -270,8 +270,9 @@ class JobClient:
         return user[0]
 
     def _convert_feeds(self, info: JobInfo, feeds: Mapping[str, Any]) -> dict[str, dict]:
-        inputs = {name: t for p in self._pushes.get(info.name, [])
-                  for name, t in self._inputs.get(p.job_id, {}).items()}
+        pushes = self._pushes.get(info.name)  # none: compiled with push_pull=False
+        inputs = ({name: t for p in pushes for name, t in self._inputs.get(p.job_id, {}).items()}
+                  if pushes else self._inputs.get(info.job_id, {}))
         missing, extra = set(inputs) - set(feeds), set(feeds) - set(inputs)
         if missing or extra:
             raise UsageError(f"job '{info.name}': feeds must name exactly its inputs "

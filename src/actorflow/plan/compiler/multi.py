@@ -30,8 +30,12 @@ from actorflow.plan.model import JobInfo, MachineInfo, Plan, Task
 
 def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: int = 1, *,
                  merge: bool = True, unit_per_task: bool = False, validate: bool = True,
-                 model_io: bool = True) -> Plan:
-    """Compile ``jobs`` into one validated Plan with a main job driving them by name."""
+                 model_io: bool = True, push_pull: bool = True) -> Plan:
+    """Compile ``jobs`` into one validated Plan with a main job driving them by name.
+
+    ``push_pull=False`` feeds and fetches each job's own input/output tasks directly: one
+    critical section per request instead of one per input, job and output (lower latency,
+    less like the seed)."""
     if not jobs:
         raise CompileError("compile_jobs needs at least one job")
     names = [j.name for j in jobs]
@@ -63,7 +67,8 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
         feeds = [o.attrs.get("feed_name", o.name) for o in spec.ops if o.op_type == "input"]
         infos.append(JobInfo(spec.name, None, feeds, spec.output_names(), reads_of(spec),
                              job_id, reads_of(spec), writes_of(spec)))
-    next_desc = add_push_pull_jobs(tasks, infos, next_desc)
+    if push_pull:
+        next_desc = add_push_pull_jobs(tasks, infos, next_desc)
     main = link_main_job(tasks, infos, machines, next_desc)
     infos.append(main)
     plan = Plan(tasks=tasks, machines=MachineInfo(machines, devices_per_machine),
