@@ -145,6 +145,16 @@ def test_bad_multi_job_input_is_refused_with_the_job_named():
             af.functional.assign(w, af.input("y", (3,)))
 
 
+def test_assigning_one_variable_twice_in_a_job_is_refused():
+    with af.Job("twice") as j:
+        w = af.variable("w", (2,))
+        w.add_(1.0)
+        w.mul_(2.0)
+    with pytest.raises(CompileError, match=r"job 'twice': variables \['w'\] are assigned "
+                                           r"more than once"):
+        af.compile(j)
+
+
 def test_plan_show_groups_tasks_by_job_and_draws_the_main_job():
     from actorflow.plan.describe import show
 

@@ -51,6 +51,12 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
                 raise CompileError(f"job '{j.name}': op '{o.name}' ({o.op_type}) is not "
                                    "supported in a multi-job plan")
         infer_job(j)
+        assigned = [j.op(o.inputs["ref"]).name for o in j.ops if o.op_type == "assign"]
+        twice = sorted({v for v in assigned if assigned.count(v) > 1})
+        if twice:
+            raise CompileError(f"job '{j.name}': variables {twice} are assigned more than once "
+                               "in one piece; their order would be undefined (assign once, "
+                               "from the combined value)")
     variables = variable_declarations(jobs)
     all_jobs = [_client_io_on_rank0(j) for j in jobs] + (
         model_io_jobs(variables) if model_io else [])
