@@ -139,3 +139,38 @@ def _jobs_for_push_pull():
     with af.Job("eval") as ev:
         af.output("w", af.variable("w", (4, 3), placement=P, sbp=af.sbp.split(0)))
     return up, ev
+
+
+def test_waits_time_out_naming_the_job():
+    """A runtime that never answers (it drops every command): the wait must end with an
+    error naming the job and what still runs, not hang."""
+    from actorflow.actors.job_client import JobClient
+    from actorflow.errors import WaitTimeout
+
+    class Silent:
+        error = None
+
+        def push_feed(self, task_id, arrays):
+            pass
+
+        def command(self, task_id, name, payload=None):
+            pass
+
+        def describe_live(self):
+            return "task 7 (eval/w): waits for READY"
+
+    client = JobClient(_plan(1), timeout=0.2)
+    client.attach(Silent())
+    with pytest.raises(WaitTimeout, match=r"waited 0.2s for a piece of job 'eval'; still "
+                                          r"running: task 7 \(eval/w\)"):
+        client.run("eval")
+
+
+def test_a_closed_session_refuses_requests():
+    from actorflow.errors import SessionClosed
+
+    s = af.Session(_plan(1), timeout=10)
+    s.run("eval")
+    s.close()
+    with pytest.raises(SessionClosed, match="closed"):
+        s.run("eval")
