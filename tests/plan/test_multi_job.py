@@ -155,6 +155,13 @@ def test_assigning_one_variable_twice_in_a_job_is_refused():
         af.compile(j)
 
 
+def test_unit_per_task_would_split_a_variable_over_units_and_is_refused():
+    with pytest.raises(CompileError, match=r"variable part 'w@0' is used on machine 0 by "
+                                           r"tasks on units \[\d+, \d+.*compile without "
+                                           r"unit_per_task"):
+        af.compile(list(_jobs(ranks=(0,))), machines=1, unit_per_task=True)
+
+
 def test_plan_show_groups_tasks_by_job_and_draws_the_main_job():
     from actorflow.plan.describe import show
 

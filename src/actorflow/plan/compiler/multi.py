@@ -73,6 +73,7 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
         feeds = [o.attrs.get("feed_name", o.name) for o in spec.ops if o.op_type == "input"]
         infos.append(JobInfo(spec.name, None, feeds, spec.output_names(), reads_of(spec),
                              job_id, reads_of(spec), writes_of(spec)))
+    _one_unit_per_part(tasks)
     if push_pull:
         next_desc = add_push_pull_jobs(tasks, infos, next_desc)
     main = link_main_job(tasks, infos, machines, next_desc)
@@ -83,6 +84,22 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
     if validate:
         plan.validate()
     return plan
+
+
+def _one_unit_per_part(tasks: list[Task]) -> None:
+    """Every node of one variable part must run on one unit: a process unit holds the
+    part's state in its own memory, so two units would each change a copy of their own."""
+    units: dict[tuple[int, str], set[int]] = {}
+    for t in tasks:
+        for e in t.exec_sequence:
+            key = e.kernel.attrs.get("state_key")
+            if key is not None:
+                units.setdefault((t.machine_id, key), set()).add(t.thrd_id)
+    for (machine, key), thrds in sorted(units.items()):
+        if len(thrds) > 1:
+            raise CompileError(f"variable part '{key}' is used on machine {machine} by tasks "
+                               f"on units {sorted(thrds)}; the jobs sharing a variable need "
+                               "its part on one unit (compile without unit_per_task)")
 
 
 def _client_io_on_rank0(job: JobSpec) -> JobSpec:
