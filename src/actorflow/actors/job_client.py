@@ -105,12 +105,16 @@ class JobClient:
             parts = [self._start(p, {p.inputs[0]: arrays[p.inputs[0]]}) for p in pushes]
             parts.append(self._start(info, {} if pushes else arrays))
             parts += [self._start(p, {}) for p in pulls]
+            # one message carries the request's ids, in order: pushes, the job, pulls
+            ids = [p.job_id for p in pushes] + [info.job_id] + [p.job_id for p in pulls]
+            self.runtime.command(self._wait.task_id, "send", ids)
         if self.runtime.error is not None:
             self.fail_all(self.runtime.error)
         return _gather(parts, main=len(pushes))
 
     def _start(self, info: JobInfo, arrays: dict[str, dict]) -> Future:
-        """One piece of one job (the caller holds ``_submit_lock``)."""
+        """One piece of one job: its request and feeds; the caller sends the id (and holds
+        ``_submit_lock``)."""
         piece = self._next_piece[info.job_id]
         self._next_piece[info.job_id] += 1
         req = _Request(info, piece, Future())
@@ -119,7 +123,6 @@ class JobClient:
         inputs = self._inputs.get(info.job_id, {})
         for name, blobs in arrays.items():
             self.runtime.push_feed(inputs[name].task_id, blobs)
-        self.runtime.command(self._wait.task_id, "send", info.job_id)
         return req.future
 
     def run(self, job: Any, feeds: Mapping[str, Any] | None = None,
