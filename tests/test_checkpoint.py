@@ -45,6 +45,8 @@ def test_round_trips_across_machine_counts_4_2_1_3_give_identical_variables(tmp_
     assert np.load(tmp_path / "m4" / parts[1]["file"], allow_pickle=False).shape == (3, 5)
     assert len(manifest["variables"]["b"]["parts"]) == 1  # broadcast: one region
     assert manifest["variables"]["w"]["shape"] == list(SHAPE)
+    assert manifest["variables"]["w"]["sbp"] == "S0" and manifest["variables"]["b"]["sbp"] == "B"
+    assert manifest["variables"]["w"]["dtype"] == "float32"
     src = tmp_path / "m4"
     for n in (2, 1, 3):
         with af.Session(_plan(n), timeout=30) as s:

@@ -198,9 +198,10 @@ class JobClient:
                 if e.kernel.op_type != "variable_save":
                     continue
                 a, part = e.kernel.attrs, e.kernel.attrs["variable"]
+                code, _, where = sbp.get(a["name"], "").partition(" on ")
                 v = out.setdefault(a["name"], {
                     "shape": list(part["logical_shape"]), "dtype": part["dtype"],
-                    "sbp": sbp.get(a["name"], ""), "parts": []})
+                    "sbp": code, "placement": where, "parts": []})
                 if not a.get("skip"):
                     v["parts"].append({"file": a["file"], "begin": list(part["begin"]),
                                        "end": list(part["end"]), "machine": t.machine_id})
