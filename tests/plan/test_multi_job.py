@@ -132,6 +132,10 @@ def test_bad_multi_job_input_is_refused_with_the_job_named():
     up, ev, _ = _jobs()
     with pytest.raises(CompileError, match=r"used twice: \['update'\]"):
         af.compile([up, up])
+    with af.Job("push:x") as reserved:
+        af.output("y", af.input("x", (2,)) + 1.0)
+    with pytest.raises(CompileError, match="job name 'push:x' is reserved"):
+        af.compile([reserved])
     with af.Job("counted", pieces=3) as c:
         af.output("y", af.input("x", (2,)) + 1.0)
     with pytest.raises(CompileError, match=r"job 'counted': .* leave pieces=None"):

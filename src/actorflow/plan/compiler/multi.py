@@ -17,14 +17,16 @@ import copy
 from actorflow.errors import CompileError
 from actorflow.plan.compiler import compile_job
 from actorflow.plan.compiler.graph import JobSpec, LogicalOp, infer_job
-from actorflow.plan.compiler.mainjob import link_main_job
+from actorflow.plan.compiler.mainjob import MAIN_JOB, link_main_job
 from actorflow.plan.compiler.modelio import (
+    LOAD_JOB,
+    SAVE_JOB,
     model_io_jobs,
     reads_of,
     variable_declarations,
     writes_of,
 )
-from actorflow.plan.compiler.pushpull import add_push_pull_jobs
+from actorflow.plan.compiler.pushpull import add_push_pull_jobs, is_push_pull
 from actorflow.plan.model import JobInfo, MachineInfo, Plan, Task
 
 
@@ -43,6 +45,9 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
     if dup:
         raise CompileError(f"job names must be unique in one plan; used twice: {dup}")
     for j in jobs:
+        if is_push_pull(j.name) or j.name in (SAVE_JOB, LOAD_JOB, MAIN_JOB):
+            raise CompileError(f"job name '{j.name}' is reserved for the jobs a multi-job plan "
+                               "adds itself (push:/pull:, __save__, __load__, main)")
         if j.num_pieces is not None:
             raise CompileError(f"job '{j.name}': a job of a multi-job plan runs one piece per "
                                "request (Session.run/run_many); leave pieces=None")
