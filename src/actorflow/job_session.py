@@ -86,15 +86,14 @@ class JobSession(Session):
             self.client.fail_all(self.runtime.error)
 
 
-def cluster_job_session(plan: Plan, **kw: Any) -> JobSession:
+def cluster_job_session(plan: Plan, *, unit: str = "thread", scheme: str = "tcp",
+                        timeout: float = 60.0, **kw: Any) -> JobSession:
     """A JobSession whose machines are MachineNodes over real sockets (``unit="process"``:
     every execution unit a process)."""
-    from actorflow.actors.cluster import ClusterSession
+    from actorflow.actors.cluster import nodes
 
-    class ClusterJobSession(JobSession, ClusterSession):
-        pass
-
-    return ClusterJobSession(plan, **kw)
+    return JobSession(plan, timeout=timeout, runtime=nodes(unit=unit, scheme=scheme,
+                                                           timeout=timeout), **kw)
 
 
 __all__ = ["JobSession", "cluster_job_session"]

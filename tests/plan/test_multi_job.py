@@ -114,7 +114,8 @@ def test_validation_names_a_broken_main_job():
     plan = af.compile(list(_jobs(ranks=(0,))), machines=1)
     case = plan.tasks_by_type("case")[0]
     case.attrs["cs_descs"] = case.attrs["cs_descs"][:-1]
-    with pytest.raises(PlanValidationError, match=r"\(case\): attrs cs_descs"):
+    with pytest.raises(PlanValidationError,
+                       match=r"\(main/case\): attrs cs_descs must list its produced"):
         plan.validate()
 
 

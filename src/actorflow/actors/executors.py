@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from actorflow.errors import KernelError, RegistryError
 from actorflow.kernels.registry import KernelContext, get_op

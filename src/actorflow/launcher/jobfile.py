@@ -125,8 +125,9 @@ def _compile_jobs_file(mod: ModuleType, path: Path, machines: int) -> Plan:
     from actorflow.plan.compiler.multi import compile_jobs
 
     jobs = _call_builder(mod.build_jobs, "build_jobs", path, machines)
-    specs = [getattr(j, "spec", None) for j in (jobs if isinstance(jobs, (list, tuple)) else [])]
-    if not specs or any(s is None for s in specs):
+    specs: list[JobSpec] = [j.spec for j in (jobs if isinstance(jobs, (list, tuple)) else [])
+                            if isinstance(j, TracedJob) and isinstance(j.spec, JobSpec)]
+    if not specs or len(specs) != len(jobs):
         raise LaunchError(f"{path}: build_jobs(machines) must return a list of af.Job, got "
                           f"{type(jobs).__name__}")
     options = dict(getattr(mod, "COMPILE_OPTIONS", {}))

@@ -14,13 +14,8 @@ from actorflow.kernels.blob import BlobDesc
 
 SCHEMA_VERSION = 1
 
-# Task types (actor kinds).  The runtime registry maps each one to a state class.
-TASK_TYPES = (
-    "normal", "input", "source", "output", "tick", "acc", "repeat",
-    "copy_h2d", "copy_d2h", "comm_net", "boxing",
-    # the main job of a multi-job plan (plan/compiler/mainjob.py, protocol/mainjob.py)
-    "wait_and_send_ids", "reentrant_lock", "case", "esac", "callback_tick",
-)
+# A task's ``task_type`` names its kind: one record each in ``actorflow.protocol.kinds``
+# (state machine, structural rule, description), checked by ``Plan.validate``.
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,13 @@ from collections import Counter, deque
 from typing import Any
 
 from actorflow.errors import ProtocolError
-from actorflow.protocol.kinds import TickState, _Generator, register_kind
+from actorflow.protocol import rules
+from actorflow.protocol.kind_states import TickState, _Generator
+from actorflow.protocol.kinds import Kind, register_kind
 from actorflow.protocol.messages import READY, Act, Exit, Msg
+from actorflow.protocol.rules import Structure
 from actorflow.protocol.state import EXITED, RUNNING, ZOMBIE, ActorState, Produced
+from actorflow.protocol.task import TaskShape
 from actorflow.protocol.task import TaskView as Task
 
 
@@ -292,11 +296,68 @@ class CallbackTickState(TickState):
     kind = "callback_tick"
 
 
-for _name, _cls in {
-    "wait_and_send_ids": WaitAndSendIdsState, "reentrant_lock": ReentrantLockState,
-    "case": CaseState, "esac": EsacState, "callback_tick": CallbackTickState,
-}.items():
-    register_kind(_name, _cls)
+# -- structural rules (Plan.validate) --------------------------------------------------------
+def _counts(t: TaskShape, consumed: str, produced: str) -> list[str]:
+    """``consumed``/``produced``: "0", "1", "2" or "1+" regst descs."""
+    errs = rules.kernels(t, False)
+    for what, want, n in (("consumes", consumed, len(t.consumed_ids())),
+                          ("produces", produced, len(t.produced))):
+        ok = n >= 1 if want == "1+" else n == int(want)
+        if not ok:
+            errs.append(f"{rules.article(t.task_type)} task {what} {want} regst desc(s), this "
+                        f"one {n}")
+    return errs
+
+
+def _wait_rule(t: TaskShape, s: Structure) -> list[str]:
+    return _counts(t, "0", "1")
+
+
+def _lock_rule(t: TaskShape, s: Structure) -> list[str]:
+    errs = _counts(t, "2", "1")
+    ids = set(t.consumed_ids())
+    if not errs and {t.attrs.get("start_desc"), t.attrs.get("end_desc")} != ids:
+        errs.append(f"attrs start_desc/end_desc must name its consumed regst descs {sorted(ids)}")
+    return errs
+
+
+def _case_rule(t: TaskShape, s: Structure) -> list[str]:
+    errs = _counts(t, "1", "1+")
+    mine = sorted(d.regst_desc_id for d in t.produced.values())
+    if sorted(int(d) for d in t.attrs.get("cs_descs", [])) != mine:
+        errs.append(f"attrs cs_descs must list its produced regst descs {mine}")
+    return errs
+
+
+def _esac_rule(t: TaskShape, s: Structure) -> list[str]:
+    errs = _counts(t, "1+", "1")
+    ids = sorted(t.consumed_ids())
+    if sorted(int(d) for d in t.attrs.get("cs_of_desc", {})) != ids:
+        errs.append(f"attrs cs_of_desc must map each consumed regst desc {ids} to a critical "
+                    "section")
+    return errs
+
+
+def _callback_rule(t: TaskShape, s: Structure) -> list[str]:
+    return _counts(t, "1+", "0")
+
+
+for _kind in (
+    Kind("wait_and_send_ids", WaitAndSendIdsState, _wait_rule,
+         "main job: takes critical-section ids from the client, sends them on in order",
+         shape="invhouse"),
+    Kind("reentrant_lock", ReentrantLockState, _lock_rule,
+         "main job: admits an id when its job conflicts with none running; the rest wait",
+         shape="octagon"),
+    Kind("case", CaseState, _case_rule,
+         "main job: starts the admitted job's critical section", shape="trapezium"),
+    Kind("esac", EsacState, _esac_rule,
+         "main job: returns a job's id to the lock once every machine finished its piece",
+         shape="invtrapezium"),
+    Kind("callback_tick", CallbackTickState, _callback_rule,
+         "main job: tells the client a machine finished a piece of a job", shape="point"),
+):
+    register_kind(_kind)
 
 __all__ = ["CallbackTickState", "CaseState", "EsacState", "ReentrantLockState",
            "WaitAndSendIdsState"]

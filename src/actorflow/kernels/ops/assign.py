@@ -13,10 +13,10 @@ from __future__ import annotations
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.ops.parallel import _variable_part_kernel
-from actorflow.kernels.registry import OpDef, register_op
+from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
 
-def _assign_infer(ins, attrs):
+def _assign_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     ref, value = ins["ref"], ins["value"]
     if tuple(ref.shape) != tuple(value.shape):
         raise OpError(f"value has shape {tuple(value.shape)}, the variable part "
@@ -24,7 +24,7 @@ def _assign_infer(ins, attrs):
     return {"out": BlobDesc(tuple(ref.shape), ref.dtype)}
 
 
-def _assign_kernel(ctx, ins, outs, attrs):
+def _assign_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     value = ctx.state.get("value")
     if value is None:  # nobody read the part yet on this machine: make its first value
         _variable_part_kernel(ctx, {}, {"out": outs["out"]}, attrs["variable"])

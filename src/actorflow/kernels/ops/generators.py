@@ -80,7 +80,7 @@ def _variable_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs
     out[...] = value
 
 
-def initial_variable_value(attrs) -> np.ndarray:
+def initial_variable_value(attrs: Attrs) -> np.ndarray:
     """The first value of a variable: zeros, a seeded normal draw, a ``.npy`` file, or a
     checkpoint directory (``Session.save``)."""
     shape, dtype = _shape_dtype(attrs)

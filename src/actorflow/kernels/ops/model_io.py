@@ -14,14 +14,14 @@ from actorflow.errors import OpError, UsageError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.checkpoint import decode_path, read_region, write_part
 from actorflow.kernels.ops.parallel import _variable_part_kernel
-from actorflow.kernels.registry import OpDef, register_op
+from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
 
-def _save_infer(ins, attrs):
+def _save_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return {"out": BlobDesc((1,), "int64")}
 
 
-def _save_kernel(ctx, ins, outs, attrs):
+def _save_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     ref = ins["ref"]
     if not attrs.get("skip"):
         directory = decode_path(ins["path"])
@@ -32,12 +32,12 @@ def _save_kernel(ctx, ins, outs, attrs):
     outs["out"][0] = 0 if attrs.get("skip") else ref.nbytes
 
 
-def _load_infer(ins, attrs):
+def _load_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     ref = ins["ref"]
     return {"out": BlobDesc(tuple(ref.shape), ref.dtype)}
 
 
-def _load_kernel(ctx, ins, outs, attrs):
+def _load_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     part = attrs["variable"]
     value = ctx.state.get("value")
     if value is None:

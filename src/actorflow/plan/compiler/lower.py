@@ -286,7 +286,7 @@ class Lowering:
                 attrs.update(file=f"{ref.name}/part{j}.npy", skip=region in regions)
                 regions.add(region)
             ins = {"ref": lay.nodes[j], arg: pieces[j]}
-            out = opdef.infer_checked(op.name, {k: self.nodes[v].out for k, v in ins.items()},
+            out = opdef.infer_checked(op.name, {k: self.nodes[v].blob for k, v in ins.items()},
                                       attrs)["out"]
             nodes.append(self._node("normal", f"{op.name}@{j}", op.op_type, attrs, dev, ins,
                                     out, op.register_num, parallel=(j, len(lay.devices)),
