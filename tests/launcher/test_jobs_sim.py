@@ -87,3 +87,20 @@ def test_plan_validate_and_show_of_a_multi_job_file(flowlaunch):
     r = flowlaunch.run("plan", "show", EXAMPLE, "--machines", 2)
     assert r.returncode == 0, r.stderr
     assert "job 0 'update'" in r.stdout and "main job:" in r.stdout
+
+
+def test_save_from_a_flowlaunch_run_has_every_machines_part(flowlaunch, tmp_path):
+    import actorflow as af
+
+    ck = tmp_path / "ck"
+    r = flowlaunch.run("sim", JOBS / "jobs_save.py", "--machines", 2, "--unit", "process",
+                       env={"ACTORFLOW_TEST_CKPT": str(ck)}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    parts = json.loads((ck / "manifest.json").read_text())["variables"]["w"]["parts"]
+    assert [p["machine"] for p in parts] == [0, 1]  # written by each machine's process
+    P = af.placement("cpu", ranks=[0])
+    with af.Job("read") as rd:
+        af.output("w", af.variable("w", (4, 3), path=ck, placement=P))
+    with af.Session(af.compile([rd], machines=1)) as s:
+        np.testing.assert_array_equal(s.run("read"),
+                                      np.arange(12, dtype=np.float32).reshape(4, 3))

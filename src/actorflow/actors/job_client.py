@@ -17,6 +17,7 @@ sim`` drives one over machines talking through sockets.
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -188,26 +189,12 @@ class JobClient:
         self.result(self.submit(LOAD_JOB, {PATH_INPUT: encode_path(root)}), LOAD_JOB, None)
 
     def _manifest(self) -> dict[str, dict[str, Any]]:
-        """Names, logical shapes, dtypes, SBPs, placements and part files, from the plan."""
-        sbp = self.plan.ctrl.get("sbp", {}).get(SAVE_JOB, {})
-        out: dict[str, dict[str, Any]] = {}
-        for t in self.plan.tasks:
-            if self._by_id[t.job_id].name != SAVE_JOB:
-                continue
-            for e in t.exec_sequence:
-                if e.kernel.op_type != "variable_save":
-                    continue
-                a, part = e.kernel.attrs, e.kernel.attrs["variable"]
-                code, _, where = sbp.get(a["name"], "").partition(" on ")
-                v = out.setdefault(a["name"], {
-                    "shape": list(part["logical_shape"]), "dtype": part["dtype"],
-                    "sbp": code, "placement": where, "parts": []})
-                if not a.get("skip"):
-                    v["parts"].append({"file": a["file"], "begin": list(part["begin"]),
-                                       "end": list(part["end"]), "machine": t.machine_id})
-        for v in out.values():
-            v["parts"].sort(key=lambda p: p["begin"])
-        return out
+        """Names, logical shapes, dtypes, SBPs, placements and part files: laid out by the
+        compiler (``plan.ctrl["checkpoint"]``), so rank 0 knows every machine's parts."""
+        layout = self.plan.ctrl.get("checkpoint")
+        if not layout:
+            raise UsageError("the plan has no checkpoint layout (compiled without model_io)")
+        return copy.deepcopy(layout)
 
     # -- the runtime's side ------------------------------------------------------------
     def on_deliver(self, task: Task | None, piece_id: int, arrays: dict) -> None:

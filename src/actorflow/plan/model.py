@@ -258,18 +258,11 @@ class Plan:
         return {t.task_id: (t.machine_id, t.thrd_id) for t in self.tasks}
 
     def for_machine(self, machine_id: int) -> Plan:
-        """The sub-plan one machine runs: its own tasks; routing stays in ``ctrl``."""
-        sub = [t for t in self.tasks if t.machine_id == machine_id]
-        ctrl = dict(self.ctrl)
-        ctrl["routing"] = {str(k): list(v) for k, v in self.routing_table().items()}
-        # regst descs produced elsewhere and consumed here (a comm_net's remote input): the
-        # data plane needs their producer, blobs and register_num for receive buffers
-        descs = self.regst_descs()
-        mine = {d.regst_desc_id for t in sub for d in t.produced.values()}
-        ctrl["remote_descs"] = {
-            str(i): descs[i].to_dict() for t in sub for i in t.consumed_ids()
-            if i not in mine and i in descs}
-        return Plan(sub, self.machines, self.job, ctrl, self.version, self.jobs)
+        """The sub-plan one machine runs: its own tasks, and in ``ctrl`` the routes and remote
+        regst descs it uses (``shares.machine_shares`` cuts every machine's at once)."""
+        from actorflow.plan.shares import machine_shares
+
+        return machine_shares(self, [machine_id])[machine_id]
 
     def validate(self) -> Plan:
         from actorflow.plan.validate import validate_plan

@@ -37,7 +37,8 @@ IO_KINDS = ("input", "source", "output")
 
 class Emitter:
     def __init__(self, nodes: list[PNode], groups: list[list[int]], machines: int, dpm: int,
-                 unit_per_task: bool, gated: bool = False) -> None:
+                 unit_per_task: bool, width: int = DEFAULT_WIDTH,
+                 gated: bool = False) -> None:
         self.nodes = nodes
         self.gated = gated  # tasks with no input are paced by the main job instead
         self.groups = groups

@@ -10,10 +10,12 @@ jobs updating (and, for ``__load__``, reading) the variables.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from actorflow.errors import CompileError
 from actorflow.kernels.checkpoint import PATH_BYTES
 from actorflow.plan.compiler.graph import JobSpec, LogicalOp
+from actorflow.plan.model import JobInfo, Task
 
 SAVE_JOB, LOAD_JOB = "__save__", "__load__"
 PATH_INPUT = "__path__"
@@ -78,3 +80,28 @@ def model_io_jobs(variables: dict[str, LogicalOp], register_num: int = 2) -> lis
                                       sbp=var.sbp))
         jobs.append(spec)
     return jobs
+
+
+def checkpoint_layout(tasks: list[Task], jobs: list[JobInfo],
+                      sbp: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The manifest of a checkpoint the ``__save__`` job writes: per variable its logical
+    shape, dtype, SBP, placement and parts (file, region, machine)."""
+    save = next(j.job_id for j in jobs if j.name == SAVE_JOB)
+    out: dict[str, dict[str, Any]] = {}
+    for t in tasks:
+        if t.job_id != save:
+            continue
+        for e in t.exec_sequence:
+            if e.kernel.op_type != "variable_save":
+                continue
+            a, part = e.kernel.attrs, e.kernel.attrs["variable"]
+            code, _, where = sbp.get(a["name"], "").partition(" on ")
+            v = out.setdefault(a["name"], {
+                "shape": list(part["logical_shape"]), "dtype": part["dtype"], "sbp": code,
+                "placement": where, "parts": []})
+            if not a.get("skip"):
+                v["parts"].append({"file": a["file"], "begin": list(part["begin"]),
+                                   "end": list(part["end"]), "machine": t.machine_id})
+    for v in out.values():
+        v["parts"].sort(key=lambda p: p["begin"])
+    return out

@@ -21,18 +21,21 @@ from actorflow.plan.compiler.mainjob import MAIN_JOB, link_main_job
 from actorflow.plan.compiler.modelio import (
     LOAD_JOB,
     SAVE_JOB,
+    checkpoint_layout,
     model_io_jobs,
     reads_of,
     variable_declarations,
     writes_of,
 )
 from actorflow.plan.compiler.pushpull import add_push_pull_jobs, is_push_pull
+from actorflow.plan.compiler.trees import DEFAULT_WIDTH
 from actorflow.plan.model import JobInfo, MachineInfo, Plan, Task
 
 
 def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: int = 1, *,
                  merge: bool = True, unit_per_task: bool = False, validate: bool = True,
-                 model_io: bool = True, push_pull: bool = True) -> Plan:
+                 model_io: bool = True, push_pull: bool = True,
+                 fan_width: int = DEFAULT_WIDTH) -> Plan:
     """Compile ``jobs`` into one validated Plan with a main job driving them by name.
 
     ``push_pull=False`` feeds and fetches each job's own input/output tasks directly: one
@@ -71,7 +74,8 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
     sbp: dict[str, dict] = {}
     for job_id, spec in enumerate(all_jobs):
         sub = compile_job(spec, machines, devices_per_machine, merge=merge,
-                          unit_per_task=unit_per_task, validate=False, gated=True)
+                          unit_per_task=unit_per_task, validate=False, gated=True,
+                          fan_width=fan_width)
         next_desc = _renumber(sub.tasks, job_id, spec.name, len(tasks), next_desc)
         tasks.extend(sub.tasks)
         sbp[spec.name] = dict(sub.ctrl.get("sbp", {}))
@@ -83,9 +87,12 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
         next_desc = add_push_pull_jobs(tasks, infos, next_desc)
     main = link_main_job(tasks, infos, machines, next_desc)
     infos.append(main)
+    ctrl: dict = {"sbp": sbp}
+    if model_io and variables:  # every machine's share carries it: rank 0 writes manifests
+        ctrl["checkpoint"] = checkpoint_layout(tasks, infos, sbp.get(SAVE_JOB, {}))
     plan = Plan(tasks=tasks, machines=MachineInfo(machines, devices_per_machine),
                 job=JobInfo(",".join(j.name for j in jobs), None, [], [], sorted(variables)),
-                ctrl={"sbp": sbp}, jobs=infos)
+                ctrl=ctrl, jobs=infos)
     if validate:
         plan.validate()
     return plan
