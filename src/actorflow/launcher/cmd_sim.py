@@ -6,6 +6,8 @@ import argparse
 import sys
 
 from actorflow.errors import LaunchError
+from actorflow.launcher.cmd_spmd import run_copies
+from actorflow.launcher.jobfile import is_spmd_script
 from actorflow.launcher.launch import Cluster, add_run_options, run_cluster
 from actorflow.launcher.ports import check_port_free, free_port
 from actorflow.launcher.rankenv import check_port
@@ -22,6 +24,11 @@ over tcp on 127.0.0.1.  Output pieces are collected by the master; a job file's
 check(outputs) hook, when present, compares them with numpy.  A file with
 build_jobs(machines) and drive(session) runs several jobs by name instead: rank 0 runs
 drive, and check(result) reads what it returned.
+
+A Python file that defines no build_plan/build_job/build_jobs/job is an SPMD script: N
+copies run with MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK/LOCAL_RANK set (as with
+--nproc-per-node N):
+  flowlaunch sim examples/global_tensors.py --machines 4
 """
 
 

@@ -40,7 +40,7 @@ def load_module(path: Path) -> ModuleType:
     return mod
 
 
-JOB_NAMES = ("build_plan", "build_job", "job")
+JOB_NAMES = ("build_plan", "build_job", "build_jobs", "job")
 
 
 def is_spmd_script(path: str | Path) -> bool:
