@@ -20,8 +20,8 @@ examples:
   flowlaunch sim examples/update_and_eval.py --machines 2      # build_jobs + drive
 
 Each machine is one `flowlaunch worker` process (rank 0 hosts the master); machines talk
-over tcp on 127.0.0.1.  Output pieces are collected by the master; a job file's
-check(outputs) hook, when present, compares them with numpy.  A file with
+over tcp on 127.0.0.1.  Output pieces stream to flowlaunch (kept only for --out); a job
+file's check(outputs) hook, when present, compares them with numpy.  A file with
 build_jobs(machines) and drive(session) runs several jobs by name instead: rank 0 runs
 drive, and check(result) reads what it returned.
 

@@ -79,7 +79,8 @@ def _pieces(result: Any) -> list[tuple[str, int, dict]]:
         values = value if isinstance(value, (list, tuple)) else [value]
         for i, v in enumerate(values):
             try:
-                out.append((str(name), i, {"out": np.asarray(v)}))
+                # one piece as a batch of one (arrays of shape (1, *blob)), like output pieces
+                out.append((str(name), i, {"out": np.asarray(v)[None]}))
             except (TypeError, ValueError) as e:
                 raise LaunchError(f"drive(session) returned '{name}' that is not arrays: "
                                   f"{e}") from e

@@ -58,6 +58,7 @@ class WorkerConfig:
     trace: str | None = None    # record every event to this directory (trace/)
     stall_timeout: float | None = None  # watchdog: fail when no actor progressed this long
     deliver: str | None = None  # the launcher's output sink; None: outputs go to the master
+    drive: str | None = None    # rank 0 of a multi-job run: the job file whose drive() runs
 
 
 class _Signalled(BaseException):  # not an Exception: no handler may swallow it
@@ -182,6 +183,8 @@ class _Machine:
         self.diag: Any = None  # trace.Diagnostics: flight recorder, --trace, watchdog
         self.results: queue.SimpleQueue = queue.SimpleQueue()  # batches for the master
         self.delivered = 0
+        self.outputs: dict[str, int] = {}  # pieces per output name sent to the launcher
+        self._out: Comm | None = None
         self.driver: Any = None  # launcher.drive.Driver on rank 0 of a multi-job run
 
     def run(self) -> int:
@@ -220,9 +223,16 @@ class _Machine:
                                 clock_error=client.clock.delay / 2,
                                 plan_file=f"plan-m{cfg.rank}.plan")
         driver = self._driver(plan)  # rank 0 of a multi-job run drives the jobs by name
-        self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
-                                on_deliver=driver.client.on_deliver if driver else
-                                self._on_deliver, recorder=self.diag.recorder)
+        if cfg.deliver:
+            self._out = connect(cfg.deliver, linger_ms=10_000,
+                                name=f"rank {cfg.rank} -> the launcher's output sink")
+        if driver is not None:  # the jobs' outputs and callback ticks go to its JobClient
+            self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
+                                    on_deliver=driver.client.on_deliver,
+                                    recorder=self.diag.recorder)
+        else:
+            self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
+                                    on_batch=self._on_batch, recorder=self.diag.recorder)
         self.diag.attach(self.node.actor_states, self.node.fail)
         client.send("addr", addr=self.node.bind(host))
         peers = client.wait_for({"peers"}, cfg.join_timeout, "every machine's data address")
@@ -238,9 +248,10 @@ class _Machine:
         next_progress = 0.0
         while True:
             client.poll(0.05)
+            self.node.flush_outputs()
             if driver is not None:
-                for item in driver.poll():
-                    self.results.put(item)
+                for name, piece, arrays in driver.poll():
+                    self._emit(name, [piece], arrays)
             self._forward_results()
             if time.monotonic() >= next_progress:
                 next_progress = time.monotonic() + 0.5
@@ -248,9 +259,10 @@ class _Machine:
             if self.node.error is not None:
                 raise self.node.error
             if self.node.exited():
+                self.node.flush_outputs()
                 if driver is not None:  # its result, if it was still on its way
-                    for item in driver.poll(wait=5.0):
-                        self.results.put(item)
+                    for name, piece, arrays in driver.poll(wait=5.0):
+                        self._emit(name, [piece], arrays)
                 self._forward_results()
                 if self.node.error is not None:
                     raise self.node.error
@@ -271,11 +283,12 @@ class _Machine:
         from actorflow.launcher.drive import Driver
         from actorflow.launcher.jobfile import jobs_driver
 
-        fn = jobs_driver(self.cfg.target) if self.cfg.target else None
+        source = self.cfg.drive or self.cfg.target
+        fn = jobs_driver(source) if source else None
         if fn is None:
-            raise LaunchError(f"{self.cfg.target}: a multi-job plan needs a job file with "
-                              "build_jobs(machines) and drive(session) to drive it")
-        self.driver = Driver(plan, fn, str(self.cfg.target))
+            raise LaunchError(f"{source or 'rank 0'}: a multi-job plan needs a job file with "
+                              "build_jobs(machines) and drive(session) to drive it (--drive)")
+        self.driver = Driver(plan, fn, str(source))
         return self.driver
 
     def _start_sources(self, plan: Plan, pieces: int | None) -> None:
@@ -291,7 +304,10 @@ class _Machine:
 
     def _on_batch(self, task: Task, piece_ids: list[int], arrays: dict) -> None:
         """Output pieces of this machine (from the node's receiver or a unit thread)."""
-        name = task.attrs.get("output_name", task.label)
+        self._emit(task.attrs.get("output_name", task.label), piece_ids, arrays)
+
+    def _emit(self, name: str, piece_ids: list[int], arrays: dict) -> None:
+        """Pieces of output ``name`` (arrays of shape ``(n, *blob)``) to the launcher."""
         if self._out is not None:  # straight to the launcher: frames by reference, no copy
             self._out.send(OUT, {"name": name, "pieces": list(piece_ids)}, arrays.items())
             self.outputs[name] = self.outputs.get(name, 0) + len(piece_ids)
