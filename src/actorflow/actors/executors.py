@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from actorflow.errors import KernelError, RegistryError
 from actorflow.kernels.registry import KernelContext, get_op
@@ -56,6 +56,9 @@ class ActorHost:
         for node in task.exec_sequence:
             op = get_op(node.kernel.op_type)
             ctx = KernelContext(stream.xp, 0, task.task_id, node.kernel.op_name)
+            key = node.kernel.attrs.get("state_key")
+            if key is not None:  # a variable part: one state per machine, shared by jobs
+                ctx.state = shared_state(runtime, str(key))
             ins = [(a, r.regst_desc_id, r.blob) for a, r in node.inputs.items()]
             outs = [(a, r.regst_desc_id, r.blob) for a, r in node.outputs.items()]
             self.nodes.append((op.kernel, ctx, node.kernel.attrs, ins, outs))
@@ -84,6 +87,15 @@ class ActorHost:
     def kernel_error(self, op_name: str, act: Act, e: BaseException) -> KernelError:
         return KernelError(op_name, self.task_id, self.machine_id, act.piece_id,
                            f"{type(e).__name__}: {e}", traceback.format_exc())
+
+
+def shared_state(runtime: Any, key: str) -> dict[str, Any]:
+    """The kernel state every node with attr ``state_key == key`` shares in ``runtime``
+    (a variable part read and assigned by several jobs: one copy per device)."""
+    store = getattr(runtime, "_shared_states", None)
+    if store is None:
+        store = runtime._shared_states = {}
+    return store.setdefault(key, {})
 
 
 def run_exec_sequence(host: ActorHost, act: Act) -> None:
@@ -153,9 +165,17 @@ def run_nothing(host: ActorHost, act: Act) -> None:
         run_exec_sequence(host, act)
 
 
+def run_callback(host: ActorHost, act: Act) -> None:
+    """A callback tick: tell the client this machine finished a piece of its job."""
+    host.runtime.deliver(host.task, act.piece_id, {})
+
+
 for _t, _fn in {
     "normal": run_exec_sequence, "source": run_exec_sequence, "boxing": run_exec_sequence,
     "input": run_input, "output": run_output, "acc": run_acc, "repeat": run_copy,
     "copy_h2d": run_copy, "copy_d2h": run_copy, "comm_net": run_copy, "tick": run_nothing,
+    # the main job: ids travel in message payloads, there is no data to move
+    "wait_and_send_ids": run_nothing, "reentrant_lock": run_nothing, "case": run_nothing,
+    "esac": run_nothing, "callback_tick": run_callback,
 }.items():
     register_executor(_t, _fn)

@@ -17,13 +17,17 @@ examples:
   flowlaunch sim examples/sample_pipeline.py --machines 2
   flowlaunch sim job.plan --machines 3 --unit process --pieces 100 --out out.npz
   flowlaunch sim examples/sample_pipeline.py --machines 2 --json --log-dir logs/
+  flowlaunch sim examples/update_and_eval.py --machines 2      # build_jobs + drive
 
 Each machine is one `flowlaunch worker` process (rank 0 hosts the master); machines talk
 over tcp on 127.0.0.1.  Output pieces stream to flowlaunch (kept only for --out); a job
-file's check(outputs) hook, when present, compares them with numpy.
+file's check(outputs) hook, when present, compares them with numpy.  A file with
+build_jobs(machines) and drive(session) runs several jobs by name instead: rank 0 runs
+drive, and check(result) reads what it returned.
 
-A Python file that defines no build_plan/build_job/job is an SPMD script: N copies run with
-MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK/LOCAL_RANK set (as with --nproc-per-node N):
+A Python file that defines no build_plan/build_job/build_jobs/job is an SPMD script: N
+copies run with MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK/LOCAL_RANK set (as with
+--nproc-per-node N):
   flowlaunch sim examples/global_tensors.py --machines 4
 """
 

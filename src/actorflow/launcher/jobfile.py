@@ -2,7 +2,8 @@
 
 A Python job file defines ``build_plan(machines: int) -> Plan`` (a hand-built plan), or a
 job traced with ``actorflow.functional``: ``build_job(machines) -> af.Job`` or a module-level
-``job``, compiled here for the machine count.
+``job``, compiled here for the machine count; or several jobs, ``build_jobs(machines) ->
+[af.Job, ...]`` with ``drive(session)`` saying which jobs run in what order.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def load_module(path: Path) -> ModuleType:
     return mod
 
 
-JOB_NAMES = ("build_plan", "build_job", "job")
+JOB_NAMES = ("build_plan", "build_job", "build_jobs", "job")
 
 
 def is_spmd_script(path: str | Path) -> bool:
@@ -72,6 +73,8 @@ def load_target(path: str | Path, machines: int = 1) -> Plan:
         raise PlanLoadError(f"{path}: no such file")
     if path.suffix == ".py":
         mod = load_module(path)
+        if callable(getattr(mod, "build_jobs", None)):
+            return _compile_jobs_file(mod, path, machines)
         fn = getattr(mod, "build_plan", None)
         if fn is None:
             return _compile_job_file(mod, path, machines)
@@ -117,8 +120,44 @@ def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
     return compile_traced(job, machines, int(getattr(mod, "DEVICES_PER_MACHINE", 1)), **options)
 
 
+def _compile_jobs_file(mod: ModuleType, path: Path, machines: int) -> Plan:
+    """A multi-job file: ``build_jobs(machines)`` returns af.Jobs, compiled into one plan."""
+    from actorflow.plan.compiler.multi import compile_jobs
+
+    jobs = _call_builder(mod.build_jobs, "build_jobs", path, machines)
+    specs: list[JobSpec] = [j.spec for j in (jobs if isinstance(jobs, (list, tuple)) else [])
+                            if isinstance(j, TracedJob) and isinstance(j.spec, JobSpec)]
+    if not specs or len(specs) != len(jobs):
+        raise LaunchError(f"{path}: build_jobs(machines) must return a list of af.Job, got "
+                          f"{type(jobs).__name__}")
+    options = dict(getattr(mod, "COMPILE_OPTIONS", {}))
+    return compile_jobs(specs, machines, int(getattr(mod, "DEVICES_PER_MACHINE", 1)),
+                        **options)
+
+
+def jobs_driver(path: str | Path) -> Callable[[Any], Any] | None:
+    """A multi-job file's ``drive(session)`` (None unless it defines build_jobs and drive)."""
+    path = Path(path)
+    if path.suffix != ".py" or not path.exists():
+        return None
+    mod = load_module(path)
+    if not callable(getattr(mod, "build_jobs", None)):
+        return None
+    fn = getattr(mod, "drive", None)
+    if not callable(fn):
+        raise LaunchError(f"{path}: a file with build_jobs(machines) needs drive(session), "
+                          "naming which jobs run in what order")
+    return fn
+
+
 def runnable_check(plan: Plan, source: str | Path) -> None:
-    """Reject, in one line, a plan flowlaunch cannot drive: it needs sources, not inputs."""
+    """Reject, in one line, a plan flowlaunch cannot drive: it needs sources, not inputs
+    (or, for a multi-job plan, the job file's ``drive(session)``, run by rank 0)."""
+    if plan.is_multi_job:
+        if jobs_driver(source) is None:
+            raise LaunchError(f"{source}: a multi-job plan is driven by a job file's "
+                              "drive(session); give the Python file with build_jobs and drive")
+        return
     inputs = sorted(plan.input_tasks())
     if inputs:
         raise LaunchError(

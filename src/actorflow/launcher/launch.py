@@ -104,6 +104,8 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
                      "--connect-timeout", str(args.join_timeout), "--deliver", sink.address]
             if rank == 0:
                 wargs.append("--monitor")  # the plan comes compiled, through the monitor
+                if plan.is_multi_job:  # rank 0 drives the jobs with the file's drive()
+                    wargs += ["--drive", str(Path(args.plan).resolve())]
             if args.pieces is not None:
                 wargs += ["--pieces", str(args.pieces)]
             if cluster.stdin_link:

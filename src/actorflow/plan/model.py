@@ -136,6 +136,7 @@ class Task:
     parallel_ctx: ParallelContext = field(default_factory=ParallelContext)
     attrs: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    job_id: int = 0  # which job of a multi-job plan the task belongs to (plan.jobs)
 
     @property
     def label(self) -> str:
@@ -156,6 +157,7 @@ class Task:
             "consumed": {k: list(v) for k, v in self.consumed.items()},
             "parallel_ctx": [self.parallel_ctx.parallel_id, self.parallel_ctx.parallel_num],
             "attrs": dict(self.attrs),
+            "job_id": self.job_id,
         }
 
     @classmethod
@@ -172,6 +174,7 @@ class Task:
             consumed={k: [int(x) for x in v] for k, v in d.get("consumed", {}).items()},
             parallel_ctx=ParallelContext(int(pc[0]), int(pc[1])),
             attrs=dict(d.get("attrs", {})),
+            job_id=int(d.get("job_id", 0)),
         )
 
 
@@ -195,11 +198,15 @@ class JobInfo:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     variables: list[str] = field(default_factory=list)
+    job_id: int = 0
+    reads: list[str] = field(default_factory=list)  # variables the job reads (multi-job plans)
+    writes: list[str] = field(default_factory=list)  # variables the job assigns
 
     def to_dict(self) -> dict:
         return {
             "name": self.name, "num_pieces": self.num_pieces, "inputs": list(self.inputs),
             "outputs": list(self.outputs), "variables": list(self.variables),
+            "job_id": self.job_id, "reads": list(self.reads), "writes": list(self.writes),
         }
 
     @classmethod
@@ -208,6 +215,7 @@ class JobInfo:
         return cls(
             str(d.get("name", "job")), None if n is None else int(n),
             list(d.get("inputs", [])), list(d.get("outputs", [])), list(d.get("variables", [])),
+            int(d.get("job_id", 0)), list(d.get("reads", [])), list(d.get("writes", [])),
         )
 
 
@@ -218,6 +226,13 @@ class Plan:
     job: JobInfo = field(default_factory=JobInfo)
     ctrl: dict[str, Any] = field(default_factory=dict)
     version: int = SCHEMA_VERSION
+    # several jobs in one plan (af.compile([...])): one JobInfo per job, by job_id; the
+    # last is the main job.  Empty for a single-job plan.
+    jobs: list[JobInfo] = field(default_factory=list)
+
+    @property
+    def is_multi_job(self) -> bool:
+        return bool(self.jobs)
 
     # -- lookups (plain ids only) -------------------------------------------------
     def task(self, task_id: int) -> Task:
@@ -262,6 +277,7 @@ class Plan:
             "job": self.job.to_dict(),
             "ctrl": dict(self.ctrl),
             "tasks": [t.to_dict() for t in self.tasks],
+            "jobs": [j.to_dict() for j in self.jobs],
         }
 
     @classmethod
@@ -272,4 +288,5 @@ class Plan:
             job=JobInfo.from_dict(d.get("job", {})),
             ctrl=dict(d.get("ctrl", {})),
             version=int(d.get("version", SCHEMA_VERSION)),
+            jobs=[JobInfo.from_dict(j) for j in d.get("jobs", [])],
         )

@@ -81,7 +81,8 @@ def _variable_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs
 
 
 def initial_variable_value(attrs: Attrs) -> np.ndarray:
-    """The first value of a variable: zeros, a seeded normal draw, or a ``.npy`` file."""
+    """The first value of a variable: zeros, a seeded normal draw, a ``.npy`` file, or a
+    checkpoint directory (``Session.save``)."""
     shape, dtype = _shape_dtype(attrs)
     init = attrs.get("init", "zeros")
     if init == "zeros":
@@ -98,7 +99,15 @@ def initial_variable_value(attrs: Attrs) -> np.ndarray:
         if value.shape != shape:
             raise OpError(f"{path} holds shape {value.shape}, variable wants {shape}")
         return value.astype(dtype)
-    raise OpError(f"unknown init {init!r}; expected 'zeros', 'normal' or 'file'")
+    if init == "checkpoint":  # a directory written by Session.save (any machine count)
+        from actorflow.errors import UsageError
+        from actorflow.kernels.checkpoint import read_variable
+
+        try:
+            return read_variable(attrs["path"], attrs["checkpoint_name"], shape, dtype)
+        except UsageError as e:
+            raise OpError(str(e)) from e
+    raise OpError(f"unknown init {init!r}; expected 'zeros', 'normal', 'file' or 'checkpoint'")
 
 
 register_op(OpDef("constant", (), _constant_infer, _constant_kernel))
