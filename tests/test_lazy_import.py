@@ -14,7 +14,8 @@ import sys
 import pytest
 
 HEAVY = ["actorflow.frontend", "actorflow.frontend.job", "actorflow.frontend.functional",
-         "actorflow.plan.compiler", "actorflow.session", "actorflow.actors.cluster"]
+         "actorflow.plan.compiler", "actorflow.session", "actorflow.actors.cluster",
+         "actorflow.spmd", "actorflow.collective"]
 
 
 def loaded_after(code: str) -> set[str]:
