@@ -44,6 +44,7 @@ class Cluster:
     master_port: int
     spawner: Spawner
     stdin_link: bool = False  # workers stop when their stdin closes (ssh: the launcher died)
+    fork: bool = False  # local workers forked from this warm process (forked.py), not exec'd
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -111,8 +112,16 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
             wargs += trace_worker_args(args)
             env = dict(os.environ, ACTORFLOW_RUN_ID=run_id, PYTHONUNBUFFERED="1",
                        ACTORFLOW_DUMP_DIR=str(default_dump_dir(os.getpid())))
+            if cluster.fork:
+                if rank == 0:
+                    from actorflow.launcher.forked import warm_up
+
+                    warm_up()
+                sup.fork_worker(rank, host, wargs, env)
+                continue
             argv, env = cluster.spawner(rank, host, wargs, env)
             sup.spawn(rank, host, argv, env, stdin_link=cluster.stdin_link)
+        sup.start_readers()
         monitor = Monitor(cluster.master_host, cluster.master_port, n, sys.stderr,
                           show_progress=not args.quiet, plan=plan_to_bytes(plan))
         loop = RunLoop(sup, monitor, timeout=args.timeout, sink=sink)
