@@ -15,7 +15,7 @@ import pytest
 
 HEAVY = ["actorflow.frontend", "actorflow.frontend.job", "actorflow.frontend.functional",
          "actorflow.plan.compiler", "actorflow.session", "actorflow.actors.cluster",
-         "actorflow.spmd", "actorflow.collective"]
+         "actorflow.spmd", "actorflow.collective", "actorflow.eager", "actorflow.frontend.creation"]
 
 
 def loaded_after(code: str) -> set[str]:
@@ -54,6 +54,9 @@ def test_public_names_load_on_first_use() -> None:
         "assert af.load_plan is p.load_plan and af.save_plan is p.save_plan\n"
         "from actorflow import sbp, placement, read_variable, variable, random_input\n"
         "assert set(af.__all__) <= set(dir(af))\n"
+        "assert af.tensor([1, 2]).numpy().tolist() == [1, 2] and callable(af.trace)\n"
+        "import actorflow.trace as t\n"
+        "assert af.trace is t\n"
         "assert all(getattr(af, n) is not None for n in af.__all__)\n")
     assert {"actorflow.frontend.job", "actorflow.session"} <= mods
 
