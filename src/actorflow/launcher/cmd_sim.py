@@ -39,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--machines", type=int, default=1, help="number of machines (default 1)")
     p.add_argument("--master-port", type=int, default=0,
                    help="the master's port on 127.0.0.1 (default 0: a free port)")
+    p.add_argument("--start-method", choices=["fork", "exec"], default="fork",
+                   help="fork: workers are forked from this process after it imported the "
+                        "worker once (fast start-up); exec: each worker is a fresh "
+                        "interpreter (default: fork)")
     add_run_options(p)
     p.set_defaults(func=main)
 
@@ -59,5 +63,6 @@ def main(args: argparse.Namespace) -> int:
     def local(rank: int, host: str, wargs: list[str], env: dict) -> tuple[list[str], dict]:
         return [sys.executable, "-m", "actorflow.launcher.cli", *wargs], env
 
-    cluster = Cluster(["127.0.0.1"] * args.machines, "127.0.0.1", port, local)
+    cluster = Cluster(["127.0.0.1"] * args.machines, "127.0.0.1", port, local,
+                      fork=args.start_method == "fork")
     return run_cluster(args, cluster)

@@ -18,7 +18,6 @@ from types import ModuleType
 from typing import Any
 
 from actorflow.errors import ActorflowError, LaunchError, PlanLoadError
-from actorflow.plan.compiler import JobSpec, TracedJob, compile_traced
 from actorflow.plan.io import load_plan
 from actorflow.plan.model import Plan
 
@@ -107,6 +106,8 @@ def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
     A job is anything carrying a ``JobSpec`` (``plan.compiler.TracedJob``), so the launcher
     compiles through ``plan`` and never imports the frontend that traced it.
     """
+    from actorflow.plan.compiler import JobSpec, TracedJob, compile_traced
+
     job = getattr(mod, "job", None)
     fn = getattr(mod, "build_job", None)
     if callable(fn):

@@ -44,6 +44,7 @@ class Cluster:
     master_port: int
     spawner: Spawner
     stdin_link: bool = False  # workers stop when their stdin closes (ssh: the launcher died)
+    fork: bool = False  # local workers forked from this warm process (forked.py), not exec'd
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -92,7 +93,16 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     master = f"{cluster.master_host}:{cluster.master_port}"
     sink_host = ("127.0.0.1" if all(h in ("127.0.0.1", "localhost") for h in cluster.hosts)
                  else local_address_towards(cluster.hosts[0]))
-    sink = OutputSink(sink_host, args.out, keep=check is not None)
+    if cluster.fork:  # fork before the sink exists: no zmq context in the parent yet
+        from actorflow.launcher.ports import free_port
+        from actorflow.transport.registry import tcp_address
+
+        sink_port = free_port(sink_host)
+        deliver = tcp_address(sink_host, sink_port)
+        sink: OutputSink | None = None
+    else:
+        sink = OutputSink(sink_host, args.out, keep=check is not None)
+        deliver = sink.address
     monitor = None
     code = 1
     try:
@@ -101,7 +111,7 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
                      "--unit", args.unit, "--run-id", run_id,
                      "--heartbeat-timeout", str(args.heartbeat_timeout),
                      "--join-timeout", str(args.join_timeout),
-                     "--connect-timeout", str(args.join_timeout), "--deliver", sink.address]
+                     "--connect-timeout", str(args.join_timeout), "--deliver", deliver]
             if rank == 0:
                 wargs.append("--monitor")  # the plan comes compiled, through the monitor
                 if plan.is_multi_job:  # rank 0 drives the jobs with the file's drive()
@@ -113,8 +123,18 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
             wargs += trace_worker_args(args)
             env = dict(os.environ, ACTORFLOW_RUN_ID=run_id, PYTHONUNBUFFERED="1",
                        ACTORFLOW_DUMP_DIR=str(default_dump_dir(os.getpid())))
+            if cluster.fork:
+                if rank == 0:
+                    from actorflow.launcher.forked import warm_up
+
+                    warm_up()
+                sup.fork_worker(rank, host, wargs, env)
+                continue
             argv, env = cluster.spawner(rank, host, wargs, env)
             sup.spawn(rank, host, argv, env, stdin_link=cluster.stdin_link)
+        sup.start_readers()
+        if sink is None:
+            sink = OutputSink(sink_host, args.out, keep=check is not None, port=sink_port)
         monitor = Monitor(cluster.master_host, cluster.master_port, n, sys.stderr,
                           show_progress=not args.quiet, plan=plan_to_bytes(plan))
         loop = RunLoop(sup, monitor, timeout=args.timeout, sink=sink)
@@ -125,7 +145,8 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     finally:
         sup.teardown()
         _unlink_shm(run_id)
-        sink.close(ok=code == 0 and monitor is not None and monitor.final is not None)
+        if sink is not None:
+            sink.close(ok=code == 0 and monitor is not None and monitor.final is not None)
     if code == 0 and final is None:
         print("flowlaunch: run failed: rank 0 exited without sending the final summary",
               file=sys.stderr)
