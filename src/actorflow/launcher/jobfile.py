@@ -123,6 +123,7 @@ def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
 
 def _compile_jobs_file(mod: ModuleType, path: Path, machines: int) -> Plan:
     """A multi-job file: ``build_jobs(machines)`` returns af.Jobs, compiled into one plan."""
+    from actorflow.plan.compiler import JobSpec, TracedJob
     from actorflow.plan.compiler.multi import compile_jobs
 
     jobs = _call_builder(mod.build_jobs, "build_jobs", path, machines)
