@@ -12,6 +12,8 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from actorflow.errors import KernelError, RegistryError
 from actorflow.kernels.registry import KernelContext, get_op
 from actorflow.plan.model import Task
@@ -137,7 +139,7 @@ def run_acc(host: ActorHost, act: Act) -> None:
 
 
 def run_copy(host: ActorHost, act: Act) -> None:
-    """repeat / copy kinds with no kernels: copy every blob by name."""
+    """repeat / comm_net kinds with no kernels: copy every blob by name (same memory)."""
     if host.nodes:
         run_exec_sequence(host, act)
         return
@@ -148,6 +150,40 @@ def run_copy(host: ActorHost, act: Act) -> None:
         arr[...] = src[name]
 
 
+def run_copy_h2d(host: ActorHost, act: Act) -> None:
+    """Host (pinned) -> device on the unit's own copy stream: ``dev.set(host, stream)``
+    queues the copy; the act is done when the event after it is (READY waits for it)."""
+    din, sin = act.reads[0]
+    dout, sout = act.writes[0]
+    src, dst = host.memory[din][sin], host.memory[dout][sout]
+    stream = host.stream.raw
+    try:
+        for name, arr in dst.items():
+            if isinstance(arr, np.ndarray):  # a plan that copies host to host
+                arr[...] = src[name]
+            else:
+                arr.set(src[name], stream=stream)
+    except Exception as e:
+        raise host.kernel_error(host.task.label, act, e) from e
+
+
+def run_copy_d2h(host: ActorHost, act: Act) -> None:
+    """Device -> host (pinned): ``dev.get(stream, out=host)`` on the unit's copy stream."""
+    din, sin = act.reads[0]
+    dout, sout = act.writes[0]
+    src, dst = host.memory[din][sin], host.memory[dout][sout]
+    stream = host.stream.raw
+    try:
+        for name, arr in dst.items():
+            blob = src[name]
+            if isinstance(blob, np.ndarray):
+                arr[...] = blob
+            else:
+                blob.get(stream=stream, out=arr)
+    except Exception as e:
+        raise host.kernel_error(host.task.label, act, e) from e
+
+
 def run_nothing(host: ActorHost, act: Act) -> None:
     if host.nodes:
         run_exec_sequence(host, act)
@@ -156,6 +192,6 @@ def run_nothing(host: ActorHost, act: Act) -> None:
 for _t, _fn in {
     "normal": run_exec_sequence, "source": run_exec_sequence, "boxing": run_exec_sequence,
     "input": run_input, "output": run_output, "acc": run_acc, "repeat": run_copy,
-    "copy_h2d": run_copy, "copy_d2h": run_copy, "comm_net": run_copy, "tick": run_nothing,
+    "copy_h2d": run_copy_h2d, "copy_d2h": run_copy_d2h, "comm_net": run_copy, "tick": run_nothing,
 }.items():
     register_executor(_t, _fn)

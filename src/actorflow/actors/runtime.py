@@ -19,7 +19,7 @@ from typing import Any
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.executors import ActorHost
 from actorflow.actors.hosting import Deliver, Recorder
-from actorflow.actors.memory import Allocator, HostAllocator
+from actorflow.actors.memory import Allocator, HostAllocator, PinnedBuffers, unit_mem_case
 from actorflow.actors.unit_loop import run_unit
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
 from actorflow.plan.model import Plan, Task
@@ -40,8 +40,7 @@ class ThreadUnit:
         self.name = f"actorflow-m{key[0]}-t{key[1]}"
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.local: deque[Msg] = deque()
-        mem_case = next((d.mem_case for t in tasks for d in t.produced.values()), "host")
-        self.stream = make_stream(mem_case)
+        self.stream = make_stream(unit_mem_case(tasks, runtime.mem_of))
         self.tasks = tasks
         self.actors: dict[int, ActorHost] = {}
         self.live = 0
@@ -54,6 +53,8 @@ class ThreadUnit:
         self.rec = rec
         self.ring = rec.ring if rec is not None else None
         self.timed = rec if rec is not None and rec.timed else None
+        if self.timed is not None and hasattr(self.stream, "timing"):
+            self.stream.timing = True  # device streams: record events for device time
 
     def build(self, producer_of: dict[int, int]) -> None:
         for t in self.tasks:
@@ -201,6 +202,9 @@ class MachineRuntime:
         producer_of.update(
             {d.regst_desc_id: t.task_id for t in plan.tasks for d in t.produced.values()})
         self.memory: dict[int, list[dict]] = {}
+        self.mem_of = {d.regst_desc_id: d.mem_case for t in plan.tasks
+                       for d in t.produced.values()}
+        self.pinned = PinnedBuffers()
         for t in self.tasks:
             for d in t.produced.values():
                 self.memory[d.regst_desc_id] = self.allocator.allocate(d)
@@ -218,8 +222,20 @@ class MachineRuntime:
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
+        self.pin_copy_buffers()
         for u in self.units.values():
             u.start()
+
+    def pin_copy_buffers(self) -> None:
+        """Pin the host regsts this runtime's copy tasks copy from/to (once its memory,
+        including regsts other units produce, is in place)."""
+        self.pinned.pin(self.tasks, self.memory, self.mem_of)
+
+    def close_streams(self) -> None:
+        """Finish every unit's stream (worker threads, device streams) and unpin memory."""
+        for u in self.units.values():
+            u.stream.close()
+        self.pinned.close()
 
     def send(self, msg: Msg, from_unit: ThreadUnit | None = None) -> None:
         u = self.route.get(msg.dst)
@@ -294,6 +310,7 @@ class MachineRuntime:
                 u.thread.join(max(0.0, deadline - time.monotonic()))
                 if u.thread.is_alive():
                     raise WaitTimeout(f"unit thread {u.name} did not stop within {timeout:.1f}s")
+        self.close_streams()
         self.allocator.close()
 
     # -- client side -----------------------------------------------------------------

@@ -1,8 +1,12 @@
-"""CUDA stream on CuPy: kernels launch asynchronously; an act is done when its event is.
+"""The device stream: one CUDA stream per execution unit; an act is done when its event is.
 
-Imported only when a plan has a ``cuda:i`` memory case, so CuPy is never required.  The
-unit polls ``completed()`` and sends an act's READY/ACK only after its event completed —
-the same deferred path the CPU stream takes.
+Works on CuPy and on the emulated device alike (``streams/device.py`` picks one).  ``launch``
+runs the act's kernels under ``with device, stream:`` (on a GPU they only *launch*) and
+records an event after them; ``completed`` reports acts whose events are done, in launch
+order, so the unit sends READY/ACK only after the device finished — no host sync on the
+critical path.  When the unit is traced, a start event is recorded too and
+``device_time_us`` gives the time the device spent on the act (``trace summary`` shows it
+beside the host's launch time).
 """
 
 from __future__ import annotations
@@ -10,54 +14,56 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from actorflow.errors import ActorflowError
-from actorflow.streams.stream import Stream, register_stream
+from actorflow.streams.device import check_device
+from actorflow.streams.stream import STREAMS
 
 
-def import_cupy() -> Any:
-    try:
-        import cupy
-    except ImportError as e:
-        raise ActorflowError(
-            "a regst with mem_case 'cuda:i' needs CuPy; install it with "
-            "pip install 'actorflow[cuda]'") from e
-    return cupy
-
-
-class CudaStream(Stream):
+class DeviceStream:
     device = "cuda"
+    synchronous = False
 
     def __init__(self, device_index: int = 0) -> None:
-        cp = import_cupy()
-        self.xp = cp
+        self.backend = backend = check_device(device_index, f"a unit on cuda:{device_index}")
+        self.xp = xp = backend.xp
         self.device_index = device_index
-        with cp.cuda.Device(device_index):
-            self._stream = cp.cuda.Stream(non_blocking=True)
-        self._pending: deque[tuple[Any, Any, Any]] = deque()
+        self._device = xp.cuda.Device(device_index)
+        self._stream = self.raw = backend.new_stream(device_index)
+        self._pending: deque[tuple[Any, Any, Any, Any]] = deque()
+        self.timing = False  # set by a traced unit: record start events for device time
+        self._times: dict[int, float] = {}
 
     def launch(self, host: Any, act: Any) -> None:
-        cp = self.xp
-        with cp.cuda.Device(self.device_index), self._stream:
+        cuda = self.xp.cuda
+        with self._device, self._stream:
+            start = None
+            if self.timing:
+                start = cuda.Event()
+                start.record(self._stream)
             host.run(act)
-            event = cp.cuda.Event(disable_timing=True)
-            event.record(self._stream)
-        self._pending.append((event, host, act))
+            end = cuda.Event(disable_timing=not self.timing)
+            end.record(self._stream)
+        self._pending.append((end, start, host, act))
 
-    def completed(self) -> list[Any]:
+    def completed(self) -> list[tuple[Any, Any]]:
         done = []
-        while self._pending and self._pending[0][0].done:  # in launch order
-            _, host, act = self._pending.popleft()
+        pending = self._pending
+        while pending and pending[0][0].done:  # in launch order
+            end, start, host, act = pending.popleft()
+            if start is not None:
+                ms = self.xp.cuda.get_elapsed_time(start, end)
+                self._times[id(act)] = ms * 1000.0
             done.append((host, act))
         return done
 
     def has_pending(self) -> bool:
         return bool(self._pending)
 
+    def device_time_us(self, act: Any) -> float | None:
+        return self._times.pop(id(act), None)
 
-def allocate_device(shape: tuple[int, ...], dtype: str, device_index: int) -> Any:
-    cp = import_cupy()
-    with cp.cuda.Device(device_index):
-        return cp.zeros(shape, dtype)
+    def close(self) -> None:
+        self.backend.close_stream(self._stream)
+        self._pending.clear()
 
 
-register_stream("cuda", CudaStream)
+STREAMS.register("cuda", DeviceStream)

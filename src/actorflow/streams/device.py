@@ -1,0 +1,193 @@
+"""Which array module a ``cuda:i`` memory case runs on: CuPy, or the emulated device.
+
+``ACTORFLOW_DEVICE`` picks the backend for every ``cuda`` placement of a run: ``cuda``
+(default: CuPy on real GPUs) or ``emulated`` (numpy under CuPy's rules, for CI).  A backend
+gives the array module (``xp``), device count, streams, pinned host memory and device
+memory that other processes of the machine can map.  Both are registered in ``BACKENDS``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from typing import Any, Protocol
+
+import numpy as np
+
+from actorflow.errors import DeviceError
+from actorflow.registry import Registry
+
+DEVICE_ENV = "ACTORFLOW_DEVICE"
+
+
+class DeviceBackend(Protocol):
+    name: str
+    xp: Any
+
+    def device_count(self) -> int: ...
+
+    def new_stream(self, index: int) -> Any: ...
+
+    def close_stream(self, stream: Any) -> None: ...
+
+    def zeros(self, shape: tuple[int, ...], dtype: str, index: int) -> Any: ...
+
+    def pin(self, host: np.ndarray) -> None: ...
+
+    def unpin(self, host: np.ndarray) -> None: ...
+
+    def over_shared(self, view: np.ndarray, index: int) -> Any: ...
+
+
+def _probe_cuda_major() -> int | None:
+    """The CUDA major version the driver supports (``nvidia-smi``), None if unknown."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    marker = "CUDA Version:"
+    if marker not in out:
+        return None
+    try:
+        return int(out.split(marker, 1)[1].split()[0].split(".")[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def missing_cupy_hint() -> str:
+    major = _probe_cuda_major()
+    if major is not None and major >= 13:
+        return f"the driver supports CUDA {major}: pip install 'actorflow[cuda13]'"
+    if major is not None and major >= 12:
+        return f"the driver supports CUDA {major}: pip install 'actorflow[cuda12]'"
+    return ("pip install 'actorflow[cuda12]' (CUDA 12 drivers) or 'actorflow[cuda13]' "
+            "(CUDA 13 drivers); nvidia-smi shows which")
+
+
+def import_cupy() -> Any:
+    try:
+        import cupy
+    except ImportError as e:
+        raise DeviceError(
+            "a 'cuda' placement (memory case cuda:i) needs CuPy, which is not installed: "
+            f"{missing_cupy_hint()}; or run on the emulated device with "
+            f"{DEVICE_ENV}=emulated") from e
+    return cupy
+
+
+class CupyBackend:
+    """Real GPUs through CuPy."""
+
+    name = "cuda"
+
+    def __init__(self) -> None:
+        self.xp = import_cupy()
+
+    def device_count(self) -> int:
+        try:
+            return int(self.xp.cuda.runtime.getDeviceCount())
+        except self.xp.cuda.runtime.CUDARuntimeError:
+            return 0
+
+    def new_stream(self, index: int) -> Any:
+        with self.xp.cuda.Device(index):
+            return self.xp.cuda.Stream(non_blocking=True)
+
+    def close_stream(self, stream: Any) -> None:
+        stream.synchronize()
+
+    def zeros(self, shape: tuple[int, ...], dtype: str, index: int) -> Any:
+        with self.xp.cuda.Device(index):
+            return self.xp.zeros(shape, dtype)
+
+    def pin(self, host: np.ndarray) -> None:
+        if host.nbytes:
+            self.xp.cuda.runtime.hostRegister(host.ctypes.data, host.nbytes, 0)
+
+    def unpin(self, host: np.ndarray) -> None:
+        if host.nbytes:
+            self.xp.cuda.runtime.hostUnregister(host.ctypes.data)
+
+    def over_shared(self, view: np.ndarray, index: int) -> Any:
+        raise DeviceError(
+            "process units (--unit process) with CUDA regsts need CUDA IPC handles, which "
+            "are not implemented yet; run CUDA jobs with --unit thread")
+
+
+class EmulatedBackend:
+    """The emulated device (``actorflow.streams.emulated``)."""
+
+    name = "emulated"
+
+    def __init__(self) -> None:
+        from actorflow.streams import emulated
+
+        self.xp = emulated
+
+    def device_count(self) -> int:
+        return int(self.xp.cuda.runtime.getDeviceCount())
+
+    def new_stream(self, index: int) -> Any:
+        with self.xp.cuda.Device(index):
+            return self.xp.cuda.Stream(non_blocking=True)
+
+    def close_stream(self, stream: Any) -> None:
+        stream.synchronize()
+        stream.close()
+
+    def zeros(self, shape: tuple[int, ...], dtype: str, index: int) -> Any:
+        with self.xp.cuda.Device(index):
+            return self.xp.zeros(shape, dtype)
+
+    def pin(self, host: np.ndarray) -> None:
+        self.xp.cuda.runtime.hostRegister(host.ctypes.data, host.nbytes, 0)
+
+    def unpin(self, host: np.ndarray) -> None:
+        self.xp.cuda.runtime.hostUnregister(host.ctypes.data)
+
+    def over_shared(self, view: np.ndarray, index: int) -> Any:
+        """Device memory that every process of the machine maps: the emulated device's
+        memory is host memory, so a shared-memory view *is* its IPC-shared allocation."""
+        self.xp.cuda.Device(index)  # validates the index
+        return self.xp.ndarray._of(view, index)
+
+
+BACKENDS: Registry[type] = Registry("device backend")
+BACKENDS.register("cuda", CupyBackend)
+BACKENDS.register("emulated", EmulatedBackend)
+
+
+def backend_name() -> str:
+    return os.environ.get(DEVICE_ENV, "cuda") or "cuda"
+
+
+@functools.cache
+def _backend(name: str) -> DeviceBackend:
+    try:
+        cls = BACKENDS.get(name)
+    except LookupError as e:
+        raise DeviceError(f"{DEVICE_ENV}={name!r}: {e}") from e
+    backend: DeviceBackend = cls()
+    return backend
+
+
+def device_backend() -> DeviceBackend:
+    """The backend ``ACTORFLOW_DEVICE`` selects (CuPy unless it says ``emulated``)."""
+    return _backend(backend_name())
+
+
+def check_device(index: int, where: str = "") -> DeviceBackend:
+    """The backend, after checking that device ``index`` exists on this machine."""
+    backend = device_backend()
+    n = backend.device_count()
+    if not 0 <= index < n:
+        raise DeviceError(
+            f"{where or 'this run'} needs device cuda:{index}, but this machine has {n} "
+            f"{backend.name} device{'s' if n != 1 else ''}; compile with fewer devices per "
+            "machine (--devices-per-machine) or place ops on fewer ranks")
+    return backend
