@@ -43,7 +43,7 @@ class HostAllocator:
         idx = device_index(desc.mem_case)
         if idx is not None:
             dev = check_device(idx, _where(desc))
-            return [{name: dev.zeros(b.shape, b.dtype, idx) for name, b in desc.blobs.items()}
+            return [{name: dev.zeros(b.shape, b.dtype) for name, b in desc.blobs.items()}
                     for _ in range(desc.register_num)]
         return [
             {name: np.zeros(b.shape, b.dtype) for name, b in desc.blobs.items()}
@@ -86,7 +86,7 @@ class SharedDeviceAllocator:
         if idx is None:
             return slots
         dev = check_device(idx, _where(desc))
-        return [{name: dev.over_shared(a, idx) for name, a in slot.items()} for slot in slots]
+        return [{name: dev.over_shared(a) for name, a in slot.items()} for slot in slots]
 
     def close(self) -> None:
         self.inner.close()

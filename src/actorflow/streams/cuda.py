@@ -23,11 +23,11 @@ class DeviceStream:
     synchronous = False
 
     def __init__(self, device_index: int = 0) -> None:
-        self.backend = backend = check_device(device_index, f"a unit on cuda:{device_index}")
-        self.xp = xp = backend.xp
+        self.handle = dev = check_device(device_index, f"a unit on cuda:{device_index}")
+        self.xp = xp = dev.xp
         self.device_index = device_index
-        self._device = xp.cuda.Device(device_index)
-        self._stream = self.raw = backend.new_stream(device_index)
+        self._device = xp.cuda.Device(dev.index)
+        self._stream = self.raw = dev.new_stream()
         self._pending: deque[tuple[Any, Any, Any, Any]] = deque()
         self.timing = False  # set by a traced unit: record start events for device time
         self._times: dict[int, float] = {}
@@ -62,7 +62,7 @@ class DeviceStream:
         return self._times.pop(id(act), None)
 
     def close(self) -> None:
-        self.backend.close_stream(self._stream)
+        self.handle.close_stream(self._stream)
         self._pending.clear()
 
 

@@ -181,13 +181,62 @@ def device_backend() -> DeviceBackend:
     return _backend(backend_name())
 
 
-def check_device(index: int, where: str = "") -> DeviceBackend:
-    """The backend, after checking that device ``index`` exists on this machine."""
+LOCAL_RANK_ENV = "LOCAL_RANK"
+DPM_ENV = "ACTORFLOW_DEVICES_PER_MACHINE"
+
+
+def physical_index(index: int) -> int:
+    """The device a machine's ``cuda:index`` runs on.  One process per machine: the index
+    itself.  Several processes per host (SPMD ranks, one worker per GPU under Slurm):
+    ``LOCAL_RANK`` picks this process's devices, ``LOCAL_RANK * devices_per_machine +
+    index`` (``ACTORFLOW_DEVICES_PER_MACHINE``, set by flowlaunch, default 1)."""
+    local = os.environ.get(LOCAL_RANK_ENV)
+    if not local:
+        return index
+    try:
+        return int(local) * int(os.environ.get(DPM_ENV, "1") or 1) + index
+    except ValueError as e:
+        raise DeviceError(f"{LOCAL_RANK_ENV}={local!r} / {DPM_ENV}="
+                          f"{os.environ.get(DPM_ENV)!r}: expected integers") from e
+
+
+class DeviceHandle:
+    """One device of this machine on the selected backend."""
+
+    def __init__(self, backend: DeviceBackend, index: int) -> None:
+        self.backend = backend
+        self.xp = backend.xp
+        self.index = index
+
+    def new_stream(self) -> Any:
+        return self.backend.new_stream(self.index)
+
+    def close_stream(self, stream: Any) -> None:
+        self.backend.close_stream(stream)
+
+    def zeros(self, shape: tuple[int, ...], dtype: str) -> Any:
+        return self.backend.zeros(shape, dtype, self.index)
+
+    def pin(self, host: np.ndarray) -> None:
+        self.backend.pin(host)
+
+    def unpin(self, host: np.ndarray) -> None:
+        self.backend.unpin(host)
+
+    def over_shared(self, view: np.ndarray) -> Any:
+        return self.backend.over_shared(view, self.index)
+
+
+def check_device(index: int, where: str = "") -> DeviceHandle:
+    """Device ``cuda:index`` of this machine, after checking that it exists."""
     backend = device_backend()
     n = backend.device_count()
-    if not 0 <= index < n:
+    phys = physical_index(index)
+    if not 0 <= phys < n:
+        via = "" if phys == index else f" (device {phys} with {LOCAL_RANK_ENV}=" \
+            f"{os.environ.get(LOCAL_RANK_ENV)})"
         raise DeviceError(
-            f"{where or 'this run'} needs device cuda:{index}, but this machine has {n} "
+            f"{where or 'this run'} needs device cuda:{index}{via}, but this machine has {n} "
             f"{backend.name} device{'s' if n != 1 else ''}; compile with fewer devices per "
             "machine (--devices-per-machine) or place ops on fewer ranks")
-    return backend
+    return DeviceHandle(backend, phys)

@@ -10,6 +10,9 @@ that calls them, after waiting for the copies queued before them on the current 
 buffer before the copy out of it ran, reads stale data here just as on a GPU.
 
 The device count is ``ACTORFLOW_EMULATED_DEVICES`` (default 2).
+``ACTORFLOW_EMULATED_LATENCY_US`` makes the device thread wait that long before each piece
+of queued work (a slow copy engine): tests use it to show that nothing reads a regst
+before its event is done.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import numpy as np
 from actorflow.errors import WaitTimeout
 
 DEVICES_ENV = "ACTORFLOW_EMULATED_DEVICES"
+LATENCY_ENV = "ACTORFLOW_EMULATED_LATENCY_US"
 SYNC_TIMEOUT = 60.0
 _local = threading.local()
 _ids = itertools.count()
@@ -104,10 +108,16 @@ class Stream:
 
     # -- the device thread -----------------------------------------------------------------
     def _run(self) -> None:
+        try:
+            latency = float(os.environ.get(LATENCY_ENV, "0") or 0) / 1e6
+        except ValueError:
+            latency = 0.0
         while True:
             fn = self._work.get()
             if fn is _STOP:
                 return
+            if latency:
+                time.sleep(latency)
             try:
                 fn()
             except BaseException as e:  # reported by the next synchronize
@@ -223,17 +233,15 @@ _pinned: dict[int, int] = {}  # start address -> end address
 _pinned_lock = threading.Lock()
 
 
-class PinnedMemory:
-    """Page-locked host memory (here: numpy memory registered as pinned)."""
+class PinnedMemory(bytearray):
+    """Page-locked host memory (here: host bytes registered as pinned); supports the
+    buffer protocol like CuPy's pinned memory pointer (``numpy.frombuffer``)."""
 
     def __init__(self, size: int) -> None:
-        self._buf = np.zeros(max(1, size), np.uint8)
-        self.ptr = self._buf.ctypes.data
+        super().__init__(max(1, size))
+        self.ptr = np.frombuffer(self, np.uint8).ctypes.data
         self.size = size
         runtime.hostRegister(self.ptr, self.size, 0)
-
-    def __buffer__(self, flags: int) -> memoryview:
-        return memoryview(self._buf)
 
     def __del__(self) -> None:
         runtime.hostUnregister(self.ptr)
