@@ -60,7 +60,8 @@ def test_every_registered_op_runs_on_the_device(xp):
         "const_array": ({}, {"shape": [2, 2], "dtype": "float32", "value": [1, 2, 3, 4]}),
         "stamp": ({}, {"shape": [3], "dtype": "int64"}),
     }
-    assert set(op_types()) <= set(CASES) | set(extra)
+    builtin = {t for t in op_types() if not t.startswith("test_")}  # not tests' own ops
+    assert builtin <= set(CASES) | set(extra)
     for op_type, (ins, attrs) in extra.items():
         for piece in (0, 5):
             want = run_op(op_type, ins, attrs, piece=piece)
