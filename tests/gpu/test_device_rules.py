@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from tests.gpu.conftest import emulated_only
 
 HOST = np.arange(12, dtype=np.float32).reshape(3, 4)
@@ -19,7 +18,7 @@ def test_implicit_conversions_are_refused_like_cupy(xp):
     dev = xp.asarray(HOST)
     with pytest.raises(TypeError, match="Implicit conversion to a NumPy array is not allowed"):
         np.asarray(dev)
-    with pytest.raises(ValueError, match="non-scalar numpy.ndarray cannot be used for fill"):
+    with pytest.raises(ValueError, match=r"non-scalar numpy\.ndarray cannot be used for fill"):
         dev[...] = HOST  # executors.run_copy's old bug: numpy source into a device regst
     host = np.zeros_like(HOST)
     with pytest.raises(TypeError, match="Implicit conversion"):
@@ -52,7 +51,7 @@ def test_emulated_scalar_conversion_is_stricter_than_cupy(xp):
     for conv in (float, int, bool):
         with pytest.raises(TypeError, match=r"implicit device->host copy.*\.item\(\)"):
             conv(s)
-    with pytest.raises(AttributeError, match="draw on the host|compute on the host"):
+    with pytest.raises(AttributeError, match=r"compute on the host"):
         xp.random.standard_normal(3)
 
 

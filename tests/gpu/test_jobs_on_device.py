@@ -15,14 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.gpu.conftest import EMULATED, emulated_only
+from tests.launcher.helpers import Launcher
 
 import actorflow as af
 from actorflow.actors.cluster import ClusterSession
 from actorflow.errors import DeviceError, KernelError
 from actorflow.kernels.ops._infer import same
 from actorflow.kernels.registry import OpDef, register_op
-from tests.gpu.conftest import EMULATED, emulated_only
-from tests.launcher.helpers import Launcher
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
