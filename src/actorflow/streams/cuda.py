@@ -5,12 +5,13 @@ runs the act's kernels under ``with device, stream:`` (on a GPU they only *launc
 records an event after them; ``completed`` reports acts whose events are done, in launch
 order, so the unit sends READY/ACK only after the device finished — no host sync on the
 critical path.  When the unit is traced, a start event is recorded too and
-``device_time_us`` gives the time the device spent on the act (``trace summary`` shows it
-beside the host's launch time).
+``act_timing`` gives the host's launch time and the device's time of each act (``trace
+summary`` shows both, so a device-bound actor can be told from a host-bound one).
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from typing import Any
 
@@ -30,18 +31,22 @@ class DeviceStream:
         self._stream = self.raw = dev.new_stream()
         self._pending: deque[tuple[Any, Any, Any, Any]] = deque()
         self.timing = False  # set by a traced unit: record start events for device time
-        self._times: dict[int, float] = {}
+        self._launch: dict[int, int] = {}  # act -> host ns spent launching it
+        self._times: dict[int, tuple[int, int]] = {}  # act -> (launch ns, device ns)
 
     def launch(self, host: Any, act: Any) -> None:
         cuda = self.xp.cuda
         with self._device, self._stream:
             start = None
             if self.timing:
+                t0 = time.perf_counter_ns()
                 start = cuda.Event()
                 start.record(self._stream)
             host.run(act)
             end = cuda.Event(disable_timing=not self.timing)
             end.record(self._stream)
+            if start is not None:
+                self._launch[id(act)] = time.perf_counter_ns() - t0
         self._pending.append((end, start, host, act))
 
     def completed(self) -> list[tuple[Any, Any]]:
@@ -51,14 +56,14 @@ class DeviceStream:
             end, start, host, act = pending.popleft()
             if start is not None:
                 ms = self.xp.cuda.get_elapsed_time(start, end)
-                self._times[id(act)] = ms * 1000.0
+                self._times[id(act)] = (self._launch.pop(id(act), -1), int(ms * 1e6))
             done.append((host, act))
         return done
 
     def has_pending(self) -> bool:
         return bool(self._pending)
 
-    def device_time_us(self, act: Any) -> float | None:
+    def act_timing(self, act: Any) -> tuple[int, int] | None:
         return self._times.pop(id(act), None)
 
     def close(self) -> None:

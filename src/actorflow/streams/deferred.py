@@ -70,7 +70,7 @@ class DeferredCpuStream:
     def has_pending(self) -> bool:
         return self._reported < self._launched or self._error is not None
 
-    def device_time_us(self, act: Any) -> float | None:
+    def act_timing(self, act: Any) -> tuple[int, int] | None:
         return None
 
     def close(self, timeout: float = 10.0) -> None:

@@ -48,8 +48,9 @@ class Stream(Protocol):
     def has_pending(self) -> bool:
         """Launched acts not yet reported by ``completed``."""
 
-    def device_time_us(self, act: Any) -> float | None:
-        """Device time of a completed act (from events), None where there is none."""
+    def act_timing(self, act: Any) -> tuple[int, int] | None:
+        """``(host launch ns, device ns)`` of a completed act (device streams, measured
+        when the unit is traced), None where there is none."""
 
     def close(self) -> None:
         """Finish launched work and free the stream's threads and handles."""
@@ -89,7 +90,7 @@ class CpuStream:
     def has_pending(self) -> bool:
         return False
 
-    def device_time_us(self, act: Any) -> float | None:
+    def act_timing(self, act: Any) -> tuple[int, int] | None:
         return None
 
     def close(self) -> None:

@@ -101,6 +101,8 @@ class Stream:
         self._work: queue.SimpleQueue = queue.SimpleQueue()
         self._queued = 0
         self._finished = 0
+        self._data_queued = 0  # copies among them (events do not touch data)
+        self._data_finished = 0
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._prev: list[Stream | None] = []
@@ -113,9 +115,10 @@ class Stream:
         except ValueError:
             latency = 0.0
         while True:
-            fn = self._work.get()
-            if fn is _STOP:
+            item = self._work.get()
+            if item is _STOP:
                 return
+            fn, data = item
             if latency:
                 time.sleep(latency)
             try:
@@ -124,10 +127,12 @@ class Stream:
                 self._error = e
             with self._cv:
                 self._finished += 1
+                self._data_finished += data
                 self._cv.notify_all()
 
-    def enqueue(self, fn: Callable[[], None]) -> None:
-        """Queue ``fn`` to run on the device thread after the work queued before it."""
+    def enqueue(self, fn: Callable[[], None], data: bool = True) -> None:
+        """Queue ``fn`` to run on the device thread after the work queued before it
+        (``data``: it writes memory, so later kernels on this stream wait for it)."""
         if self.null:
             self.synchronize()
             fn()
@@ -140,15 +145,21 @@ class Stream:
             _streams.add(self)
         with self._cv:
             self._queued += 1
-        self._work.put(fn)
+            self._data_queued += data
+        self._work.put((fn, data))
 
     @property
     def done(self) -> bool:
         return self._finished >= self._queued
 
-    def synchronize(self, timeout: float = SYNC_TIMEOUT) -> None:
+    def synchronize(self, timeout: float = SYNC_TIMEOUT, data_only: bool = False) -> None:
+        def finished() -> bool:
+            if data_only:
+                return self._data_finished >= self._data_queued
+            return self._finished >= self._queued
+
         with self._cv:
-            if not self._cv.wait_for(lambda: self._finished >= self._queued, timeout):
+            if not self._cv.wait_for(finished, timeout):
                 raise WaitTimeout(f"emulated device {self.device_id}: stream work did not "
                                   f"finish within {timeout:.0f}s")
         if self._error is not None:
@@ -187,10 +198,11 @@ def get_current_stream() -> Stream:
 
 
 def wait_current_stream(stream: Stream | None = None) -> None:
-    """Kernels keep stream order: wait for copies queued before them."""
+    """Kernels keep stream order: wait for copies queued before them (not for events,
+    which touch no data: a GPU launches past them too)."""
     s = stream if stream is not None else getattr(_local, "stream", None)
-    if s is not None and s._finished < s._queued:
-        s.synchronize()
+    if s is not None and s._data_finished < s._data_queued:
+        s.synchronize(data_only=True)
 
 
 class Event:
@@ -208,7 +220,7 @@ class Event:
         def mark() -> None:
             self.time_ns = time.perf_counter_ns()
             self._done.set()
-        s.enqueue(mark)
+        s.enqueue(mark, data=False)
 
     @property
     def done(self) -> bool:
