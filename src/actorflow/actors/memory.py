@@ -15,6 +15,7 @@ import numpy as np
 
 from actorflow.plan.model import RegstDesc, Task
 from actorflow.streams.device import check_device
+from actorflow.streams.ipc import SharedDeviceMemory, publish, wait_handle
 from actorflow.transport.shm import ShmAttach
 
 Slots = list[dict[str, Any]]
@@ -72,23 +73,56 @@ class ShmAllocator:
         self._attach.close()
 
 
-class SharedDeviceAllocator:
-    """Process units: every regst is a shared-memory segment of the node (``inner``); a
-    ``cuda:i`` regst is device memory over it that every unit process of the machine maps
-    (the emulated device; CuPy would need CUDA IPC handles and says so)."""
+_DEVICE_ALIGN = 256  # CUDA allocations are 256-byte aligned; so is every blob here
 
-    def __init__(self, inner: Allocator) -> None:
+
+def _device_layout(desc: RegstDesc) -> tuple[list[list[tuple[str, int]]], int]:
+    """Byte offset of every blob of every slot in one allocation, and its size."""
+    off, slots = 0, []
+    for _ in range(desc.register_num):
+        slot = []
+        for name, b in desc.blobs.items():
+            slot.append((name, off))
+            off += -(-max(b.nbytes(), 1) // _DEVICE_ALIGN) * _DEVICE_ALIGN
+        slots.append(slot)
+    return slots, off
+
+
+class SharedDeviceAllocator:
+    """Process units: host regsts are the node's shared-memory segments (``inner``); a
+    ``cuda:i`` regst is one device allocation that the producer's process makes and
+    exports as an IPC handle, and the consumers' processes open (``streams/ipc.py``): the
+    bytes stay on the device between the processes of a machine."""
+
+    def __init__(self, inner: Allocator, run_id: str, machine_id: int,
+                 hosted: Iterable[int]) -> None:
         self.inner = inner
+        self.prefix = f"actorflow{run_id}_m{machine_id}_"
+        self.hosted = set(hosted)  # task ids of this process: it allocates what they produce
+        self._shared: list[SharedDeviceMemory] = []
 
     def allocate(self, desc: RegstDesc) -> Slots:
-        slots = self.inner.allocate(desc)
         idx = device_index(desc.mem_case)
         if idx is None:
-            return slots
+            return self.inner.allocate(desc)
         dev = check_device(idx, _where(desc))
-        return [{name: dev.over_shared(a) for name, a in slot.items()} for slot in slots]
+        layout, nbytes = _device_layout(desc)
+        name = f"{self.prefix}d{desc.regst_desc_id}"
+        if desc.producer_task_id in self.hosted:
+            mem, handle = dev.backend.ipc_alloc(nbytes, dev.index, f"{name}_dev")
+            shared = SharedDeviceMemory(dev, mem, True, publish(f"{name}_ipc", handle))
+        else:
+            handle = wait_handle(f"{name}_ipc", _where(desc))
+            shared = SharedDeviceMemory(dev, dev.backend.ipc_open(handle, nbytes, dev.index),
+                                        False, None)
+        self._shared.append(shared)
+        return [{blob: shared.view(off, desc.blobs[blob].shape, desc.blobs[blob].dtype)
+                 for blob, off in slot} for slot in layout]
 
     def close(self) -> None:
+        shared, self._shared = self._shared, []
+        for s in shared:
+            s.close()
         self.inner.close()
 
 

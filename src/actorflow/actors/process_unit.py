@@ -56,7 +56,9 @@ class ProcessUnit:
         self.outbox = Outbox(self.name)
         plan = plan_from_bytes(cfg["plan"], f"<{self.name} config>")
         view = MachineView(plan, mid)
-        self.alloc = SharedDeviceAllocator(ShmAllocator(cfg["run_id"], mid))
+        hosted = [t.task_id for t in plan.tasks if (t.machine_id, t.thrd_id) == (mid, tid)]
+        self.alloc = SharedDeviceAllocator(ShmAllocator(cfg["run_id"], mid), cfg["run_id"], mid,
+                                           hosted)
         # --trace: this process records its own file; otherwise the always-on flight ring
         self.recorder = (Recorder.from_config(cfg.get("trace"), plan, tag=f"m{mid}-t{tid}")
                          or Recorder(plan, tag=f"m{mid}-t{tid}"))

@@ -38,7 +38,16 @@ class DeviceBackend(Protocol):
 
     def unpin(self, host: np.ndarray) -> None: ...
 
-    def over_shared(self, view: np.ndarray, index: int) -> Any: ...
+    def ipc_alloc(self, nbytes: int, index: int, name: str) -> tuple[Any, bytes]:
+        """Device memory other processes of this machine can open, and its handle
+        (``name``: a unique name for backends that need one)."""
+
+    def ipc_open(self, handle: bytes, nbytes: int, index: int) -> Any: ...
+
+    def ipc_view(self, mem: Any, offset: int, shape: tuple[int, ...], dtype: str,
+                 index: int) -> Any: ...
+
+    def ipc_close(self, mem: Any, owner: bool) -> None: ...
 
 
 def _probe_cuda_major() -> int | None:
@@ -113,10 +122,27 @@ class CupyBackend:
         if host.nbytes:
             self.xp.cuda.runtime.hostUnregister(host.ctypes.data)
 
-    def over_shared(self, view: np.ndarray, index: int) -> Any:
-        raise DeviceError(
-            "process units (--unit process) with CUDA regsts need CUDA IPC handles, which "
-            "are not implemented yet; run CUDA jobs with --unit thread")
+    def ipc_alloc(self, nbytes: int, index: int, name: str) -> tuple[Any, bytes]:
+        cuda = self.xp.cuda
+        with cuda.Device(index):
+            mem = cuda.Memory(max(nbytes, 1))  # its own cudaMalloc: the handle's base
+            cuda.runtime.memset(mem.ptr, 0, max(nbytes, 1))
+            return mem, bytes(cuda.runtime.ipcGetMemHandle(mem.ptr))
+
+    def ipc_open(self, handle: bytes, nbytes: int, index: int) -> Any:
+        cuda = self.xp.cuda
+        with cuda.Device(index):
+            ptr = cuda.runtime.ipcOpenMemHandle(handle)
+            return cuda.UnownedMemory(ptr, max(nbytes, 1), None, index)
+
+    def ipc_view(self, mem: Any, offset: int, shape: tuple[int, ...], dtype: str,
+                 index: int) -> Any:
+        cuda = self.xp.cuda
+        return self.xp.ndarray(shape, dtype, cuda.MemoryPointer(mem, offset))
+
+    def ipc_close(self, mem: Any, owner: bool) -> None:
+        if not owner:
+            self.xp.cuda.runtime.ipcCloseMemHandle(mem.ptr)
 
 
 class EmulatedBackend:
@@ -150,11 +176,20 @@ class EmulatedBackend:
     def unpin(self, host: np.ndarray) -> None:
         self.xp.cuda.runtime.hostUnregister(host.ctypes.data)
 
-    def over_shared(self, view: np.ndarray, index: int) -> Any:
-        """Device memory that every process of the machine maps: the emulated device's
-        memory is host memory, so a shared-memory view *is* its IPC-shared allocation."""
-        self.xp.cuda.Device(index)  # validates the index
-        return self.xp.ndarray._of(view, index)
+    def ipc_alloc(self, nbytes: int, index: int, name: str) -> tuple[Any, bytes]:
+        """The emulated device's shareable memory is a shared-memory segment; its
+        "IPC handle" is the segment's name."""
+        return self.xp.cuda.ipc_alloc(nbytes, index, name)
+
+    def ipc_open(self, handle: bytes, nbytes: int, index: int) -> Any:
+        return self.xp.cuda.ipc_open(handle, nbytes, index)
+
+    def ipc_view(self, mem: Any, offset: int, shape: tuple[int, ...], dtype: str,
+                 index: int) -> Any:
+        return self.xp.cuda.ipc_view(mem, offset, shape, dtype, index)
+
+    def ipc_close(self, mem: Any, owner: bool) -> None:
+        self.xp.cuda.ipc_close(mem, owner)
 
 
 BACKENDS: Registry[type] = Registry("device backend")
@@ -223,8 +258,6 @@ class DeviceHandle:
     def unpin(self, host: np.ndarray) -> None:
         self.backend.unpin(host)
 
-    def over_shared(self, view: np.ndarray) -> Any:
-        return self.backend.over_shared(view, self.index)
 
 
 def check_device(index: int, where: str = "") -> DeviceHandle:

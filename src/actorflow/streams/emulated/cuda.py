@@ -302,3 +302,13 @@ class _Runtime:
 
 
 runtime = _Runtime()
+
+
+from actorflow.streams.emulated.ipc import (  # noqa: E402  (xp.cuda.ipc_*: shared memory)
+    ipc_alloc,
+    ipc_close,
+    ipc_open,
+    ipc_view,
+)
+
+__all__ = ["ipc_alloc", "ipc_close", "ipc_open", "ipc_view"]  # re-exported here
