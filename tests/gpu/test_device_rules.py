@@ -88,3 +88,20 @@ def test_device_count_and_an_index_past_it(xp, monkeypatch):
     assert xp.cuda.runtime.getDeviceCount() == 3
     with pytest.raises(xp.cuda.CUDARuntimeError, match="invalid device ordinal 3"):
         xp.cuda.Device(3)
+
+
+def test_gpu_bench_runs_tiny_and_prints_its_table(capsys):
+    """Smoke only (no timing asserted): bench/gpu.py builds its three jobs, runs them and
+    the hand loops, and prints the labelled table with the device it used."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "gpu.py"
+    spec = importlib.util.spec_from_file_location("bench_gpu", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--size", "32", "--pieces", "3", "--repeats", "1", "--chain", "3",
+                     "--chain-pieces", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "bench/gpu.py on " in out and ("EMULATED" in out or "CuPy" in out)
+    assert "| job " in out and out.count("\n|") == 5  # header, rule, three rows

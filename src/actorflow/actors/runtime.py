@@ -29,6 +29,7 @@ from actorflow.protocol.state import describe_states
 from actorflow.streams.stream import make_stream
 
 _STOP = object()
+_WAKE = object()  # put by a stream's completion thread: an act finished, drain the stream
 
 
 class ThreadUnit:
@@ -45,6 +46,7 @@ class ThreadUnit:
         self.actors: dict[int, ActorHost] = {}
         self.live = 0
         self.thread: threading.Thread | None = None
+        self.woken = False  # True once the stream wakes this unit (thread units)
         # trace hooks (actorflow.trace.recorder), None = no calls at all: ``ring`` is the
         # flight recorder, a bare deque.append of messages that already exist (each one
         # handed to an actor, each one sent to another unit);
@@ -63,6 +65,9 @@ class ThreadUnit:
         self.live = len(self.actors)
 
     def start(self) -> None:
+        # completions wake the loop (no polling); process units poll their socket instead
+        self.stream.set_waker(lambda: self.inbox.put(_WAKE))
+        self.woken = True
         self.thread = threading.Thread(target=self._main, name=self.name, daemon=True)
         self.thread.start()
 
@@ -163,6 +168,8 @@ class _QueueSource:
             return None
         if msg is _STOP:
             self.stopped = True
+            return None
+        if msg is _WAKE:  # an act completed: the loop drains the stream next
             return None
         return msg
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from actorflow.streams.device import check_device
@@ -31,6 +32,7 @@ class DeviceStream:
         self._stream = self.raw = dev.new_stream()
         self._pending: deque[tuple[Any, Any, Any, Any]] = deque()
         self.timing = False  # set by a traced unit: record start events for device time
+        self._wake: Callable[[], None] | None = None
         self._launch: dict[int, int] = {}  # act -> host ns spent launching it
         self._times: dict[int, tuple[int, int]] = {}  # act -> (launch ns, device ns)
 
@@ -47,6 +49,8 @@ class DeviceStream:
             end.record(self._stream)
             if start is not None:
                 self._launch[id(act)] = time.perf_counter_ns() - t0
+            if self._wake is not None:  # runs once the device passed the end event
+                self._stream.launch_host_func(_wake_unit, self._wake)
         self._pending.append((end, start, host, act))
 
     def completed(self) -> list[tuple[Any, Any]]:
@@ -63,12 +67,20 @@ class DeviceStream:
     def has_pending(self) -> bool:
         return bool(self._pending)
 
+    def set_waker(self, wake: Callable[[], None]) -> None:
+        self._wake = wake
+
     def act_timing(self, act: Any) -> tuple[int, int] | None:
         return self._times.pop(id(act), None)
 
     def close(self) -> None:
         self.handle.close_stream(self._stream)
         self._pending.clear()
+
+
+def _wake_unit(wake: Callable[[], None]) -> None:
+    """A host function on the device stream (no CUDA calls allowed here): wake the unit."""
+    wake()
 
 
 STREAMS.register("cuda", DeviceStream)

@@ -12,6 +12,7 @@ import itertools
 import queue
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ class DeferredCpuStream:
         self._error: BaseException | None = None
         self._launched = 0
         self._reported = 0
+        self._wake: Callable[[], None] | None = None
         self._thread = threading.Thread(target=self._worker, daemon=True,
                                         name=f"actorflow-cpu-deferred-{next(_ids)}")
         self._thread.start()
@@ -51,8 +53,10 @@ class DeferredCpuStream:
                 host.run(act)
             except BaseException as e:  # handed to the unit thread by completed()
                 self._error = e
-                continue
-            self._done.append((host, act))
+            else:
+                self._done.append((host, act))
+            if self._wake is not None:
+                self._wake()
 
     def launch(self, host: Any, act: Any) -> None:
         self._launched += 1
@@ -69,6 +73,9 @@ class DeferredCpuStream:
 
     def has_pending(self) -> bool:
         return self._reported < self._launched or self._error is not None
+
+    def set_waker(self, wake: Callable[[], None]) -> None:
+        self._wake = wake
 
     def act_timing(self, act: Any) -> tuple[int, int] | None:
         return None

@@ -48,6 +48,10 @@ class Stream(Protocol):
     def has_pending(self) -> bool:
         """Launched acts not yet reported by ``completed``."""
 
+    def set_waker(self, wake: Callable[[], None]) -> None:
+        """Call ``wake()`` (from any thread) each time an act completes, so the unit
+        waits for messages and completions at once instead of polling."""
+
     def act_timing(self, act: Any) -> tuple[int, int] | None:
         """``(host launch ns, device ns)`` of a completed act (device streams, measured
         when the unit is traced), None where there is none."""
@@ -89,6 +93,9 @@ class CpuStream:
 
     def has_pending(self) -> bool:
         return False
+
+    def set_waker(self, wake: Callable[[], None]) -> None:
+        pass  # acts complete inside launch()
 
     def act_timing(self, act: Any) -> tuple[int, int] | None:
         return None

@@ -166,6 +166,10 @@ class Stream:
             e, self._error = self._error, None
             raise e
 
+    def launch_host_func(self, callback: Callable[[Any], None], arg: Any) -> None:
+        """``callback(arg)`` on the device thread once the work queued before it is done."""
+        self.enqueue(lambda: callback(arg), data=False)
+
     def record(self, event: Event | None = None) -> Event:
         event = event or Event()
         event.record(self)
