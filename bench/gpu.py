@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=int, default=0, help="N (default 4096 on a GPU, 256 "
                                                         "emulated)")
-    ap.add_argument("--pieces", type=int, default=0, help="pieces per run (default 40 / 12)")
+    ap.add_argument("--pieces", type=int, default=0, help="pieces per run (default 40)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--chain", type=int, default=32, help="tiny kernels in the chain")
     ap.add_argument("--chain-pieces", type=int, default=200, help="pieces through the chain")
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["ACTORFLOW_DEVICE"] = device
     emulated = device == "emulated"
     n = args.size or (256 if emulated else 4096)
-    pieces = args.pieces or (12 if emulated else 40)
+    pieces = args.pieces or 40
     from actorflow.streams.device import device_backend
 
     xp = device_backend().xp

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.gpu.conftest import EMULATED, emulated_only
+from tests.gpu.conftest import emulated_only
 from tests.launcher.helpers import Launcher
 
 import actorflow as af
@@ -59,8 +59,6 @@ def test_example_on_device_with_thread_units(name, machines, dpm):
 def test_example_on_device_with_process_units(name, machines, dpm, scheme):
     """Device regsts shared between the unit processes of a machine; between machines
     device -> pinned host -> tcp frames -> pinned host -> device."""
-    if not EMULATED:
-        pytest.skip("process units on CuPy need CUDA IPC handles (not implemented yet)")
     plan = compile_example(name, machines, dpm)
     with ClusterSession(plan, unit="process", scheme=scheme, timeout=30) as s:
         out = s.run_to_end()["y"]
@@ -130,8 +128,6 @@ def flowlaunch():
 
 @pytest.mark.parametrize("unit", ["thread", "process"])
 def test_flowlaunch_sim_with_devices_per_machine(flowlaunch, tmp_path, unit):
-    if unit == "process" and not EMULATED:
-        pytest.skip("process units on CuPy need CUDA IPC handles (not implemented yet)")
     out = tmp_path / "y.npz"
     r = flowlaunch.run("sim", EXAMPLES / "mlp_data_parallel.py", "--machines", 2,
                        "--devices-per-machine", 2, "--device", "cuda", "--unit", unit,

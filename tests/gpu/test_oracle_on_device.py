@@ -7,10 +7,8 @@ match plain numpy on one CPU.  Thread units for the many draws, process units fo
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.gpu.conftest import EMULATED
 from tests.plan.compile_oracle import build, max_error
 from tests.plan.test_compile_oracle import TOL, descriptions
 
@@ -36,8 +34,6 @@ def test_random_jobs_on_devices_equal_numpy(desc):
         _check(desc, s.run_to_end()["y"])
 
 
-@pytest.mark.skipif(not EMULATED, reason="process units on CuPy need CUDA IPC handles "
-                                           "(not implemented yet)")
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(on_device.filter(lambda d: d["machines"] <= 2), st.sampled_from(["ipc", "tcp"]))
 def test_random_jobs_on_devices_with_process_units(desc, scheme):

@@ -55,8 +55,7 @@ class ThreadUnit:
         self.rec = rec
         self.ring = rec.ring if rec is not None else None
         self.timed = rec if rec is not None and rec.timed else None
-        if self.timed is not None and hasattr(self.stream, "timing"):
-            self.stream.timing = True  # device streams: record events for device time
+        self.stream.timing = self.timed is not None  # device streams: events for device time
 
     def build(self, producer_of: dict[int, int]) -> None:
         for t in self.tasks:

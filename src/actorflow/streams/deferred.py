@@ -29,6 +29,7 @@ class DeferredCpuStream:
     synchronous = False
     xp: Any = np
     raw = None
+    timing = False
 
     def __init__(self, device_index: int = 0) -> None:
         self._work: queue.SimpleQueue = queue.SimpleQueue()

@@ -37,6 +37,7 @@ class Stream(Protocol):
     synchronous: bool  # True: launch() returns after the kernels ran (trace act_end there)
     xp: Any  # the array module kernels get as ctx.xp
     raw: Any  # the device's own stream object (copies are queued on it); None on CPU
+    timing: bool  # set when the unit is traced: measure each act (see ``act_timing``)
 
     def launch(self, host: ActRunner, act: Any) -> None:
         """Start ``host.run(act)``; report ``(host, act)`` from ``completed`` when done."""
@@ -77,6 +78,7 @@ class CpuStream:
     synchronous = True
     xp: Any = np
     raw = None
+    timing = False
 
     def __init__(self, device_index: int = 0) -> None:
         self._done: list[tuple[Any, Any]] = []

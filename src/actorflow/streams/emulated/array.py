@@ -165,7 +165,7 @@ class ndarray:
         return f"emulated.ndarray(shape={self.shape}, dtype={self.dtype}, device={self._device})"
 
     # -- explicit copies -------------------------------------------------------------------
-    def get(self, stream: Any = None, order: str = "C", out: np.ndarray | None = None) -> Any:
+    def get(self, stream: Any = None, order: Any = "C", out: np.ndarray | None = None) -> Any:
         """Device -> host.  Into a pinned ``out`` on a stream: queued on that stream (the
         copy happens on the device thread, later); otherwise now, in stream order."""
         from actorflow.streams.emulated.cuda import copy_on_stream
