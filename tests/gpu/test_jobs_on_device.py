@@ -144,3 +144,21 @@ def test_flowlaunch_device_count_error_names_both_numbers(flowlaunch, xp):
                        "--devices-per-machine", n + 1, "--device", "cuda", timeout=60)
     assert r.returncode != 0
     assert f"needs device cuda:{n}, but this machine has {n}" in r.stdout + r.stderr
+
+
+@emulated_only
+def test_local_rank_picks_this_processs_devices(monkeypatch):
+    """Two processes per host, one device each: LOCAL_RANK=1 runs cuda:0 on device 1;
+    LOCAL_RANK=1 with two devices per machine needs devices 2-3 of a 2-device host."""
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("ACTORFLOW_DEVICES_PER_MACHINE", "1")
+    plan = compile_example("mlp_data_parallel", 1, 1)
+    with af.Session(plan, timeout=30) as s:
+        devices = {a.device.id for slots in s.runtime.memory.values() for slot in slots
+                   for a in slot.values() if not isinstance(a, np.ndarray)}
+        out = s.run_to_end()["y"]
+    assert devices == {1} and mlp_data_parallel.check(out) < TOL
+    monkeypatch.setenv("ACTORFLOW_DEVICES_PER_MACHINE", "2")
+    with pytest.raises(DeviceError, match=r"needs device cuda:0 \(device 2 with LOCAL_RANK=1\), "
+                                          r"but this machine has 2 emulated devices"):
+        af.Session(compile_example("mlp_data_parallel", 1, 2), timeout=30)
