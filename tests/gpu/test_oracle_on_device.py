@@ -18,6 +18,11 @@ from actorflow.actors.cluster import ClusterSession
 on_device = descriptions().map(lambda d: {**d, "device": "cuda"})
 
 
+def _unit_per_device(desc: dict) -> dict:
+    """One unit process per device and kind (not per task): a few processes per machine."""
+    return {**desc, "options": {**desc["options"], "unit_per_task": False}}
+
+
 def _check(desc: dict, out: list) -> None:
     assert len(out) == desc["pieces"]
     err = max_error(desc, out)
@@ -35,7 +40,8 @@ def test_random_jobs_on_devices_equal_numpy(desc):
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(on_device.filter(lambda d: d["machines"] <= 2), st.sampled_from(["ipc", "tcp"]))
+@given(on_device.filter(lambda d: d["machines"] <= 2).map(_unit_per_device),
+       st.sampled_from(["ipc", "tcp"]))
 def test_random_jobs_on_devices_with_process_units(desc, scheme):
     plan = af.compile(build(desc), machines=desc["machines"], devices_per_machine=desc["dpm"],
                       **desc["options"])
