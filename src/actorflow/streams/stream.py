@@ -108,6 +108,11 @@ class CpuStream:
 
 STREAMS.register("cpu", CpuStream)
 
+
+def register_stream(name: str, factory: StreamFactory) -> StreamFactory:
+    """Add a stream type (a duplicate name is a ``RegistryError``)."""
+    return STREAMS.register(name, factory)
+
 CPU_STREAM_ENV = "ACTORFLOW_CPU_STREAM"
 _CPU_STREAMS = {"inline": "cpu", "deferred": "cpu-deferred"}
 
