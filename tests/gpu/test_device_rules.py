@@ -74,6 +74,20 @@ def test_pinned_copy_runs_later_on_the_stream_thread_and_the_event_says_when(xp,
         ev.synchronize()
         assert ev.done
         np.testing.assert_array_equal(dev.get(), -np.ones_like(HOST))
+        # device -> pinned host with blocking=False (CuPy >= 13): queued, done at the event
+        out = np.frombuffer(xp.cuda.alloc_pinned_memory(HOST.nbytes), np.float32,
+                            HOST.size).reshape(HOST.shape)
+        out[...] = 7
+        with stream:
+            dev.get(stream=stream, out=out, blocking=False)
+            ev2 = xp.cuda.Event()
+            ev2.record(stream)
+        assert not ev2.done and (out == 7).all()  # not copied yet
+        ev2.synchronize()
+        np.testing.assert_array_equal(out, -np.ones_like(HOST))
+        out[...] = 7
+        dev.get(stream=stream, out=out)  # blocking (the default): copied on return
+        np.testing.assert_array_equal(out, -np.ones_like(HOST))
         # pageable (unpinned) memory: the copy is synchronous, as on CuPy
         with stream:
             dev.set(HOST.copy(), stream=stream)

@@ -152,34 +152,36 @@ def run_copy(host: ActorHost, act: Act) -> None:
 
 def run_copy_h2d(host: ActorHost, act: Act) -> None:
     """Host (pinned) -> device on the unit's own copy stream: ``dev.set(host, stream)``
-    queues the copy; the act is done when the event after it is (READY waits for it)."""
+    queues the copy; the act is done when the event after it is (READY waits for it).
+    (A host -> host copy task, in hand-built plans, copies in place.)"""
     din, sin = act.reads[0]
     dout, sout = act.writes[0]
     src, dst = host.memory[din][sin], host.memory[dout][sout]
-    stream = host.stream.raw
+    stream = host.stream
     try:
         for name, arr in dst.items():
             if isinstance(arr, np.ndarray):  # a plan that copies host to host
                 arr[...] = src[name]
             else:
-                arr.set(src[name], stream=stream)
+                stream.to_device(arr, src[name])
     except Exception as e:
         raise host.kernel_error(host.task.label, act, e) from e
 
 
 def run_copy_d2h(host: ActorHost, act: Act) -> None:
-    """Device -> host (pinned): ``dev.get(stream, out=host)`` on the unit's copy stream."""
+    """Device -> host (pinned): ``dev.get(stream, out=host, blocking=False)`` on the unit's
+    copy stream; the host regst is READY after the event that follows it."""
     din, sin = act.reads[0]
     dout, sout = act.writes[0]
     src, dst = host.memory[din][sin], host.memory[dout][sout]
-    stream = host.stream.raw
+    stream = host.stream
     try:
         for name, arr in dst.items():
             blob = src[name]
             if isinstance(blob, np.ndarray):
                 arr[...] = blob
             else:
-                blob.get(stream=stream, out=arr)
+                stream.to_host(arr, blob)
     except Exception as e:
         raise host.kernel_error(host.task.label, act, e) from e
 

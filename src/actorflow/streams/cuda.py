@@ -23,13 +23,14 @@ from actorflow.streams.stream import STREAMS
 class DeviceStream:
     device = "cuda"
     synchronous = False
+    _get_blocks = True  # get() takes blocking=False (CuPy >= 13, the emulated device)
 
     def __init__(self, device_index: int = 0) -> None:
         self.handle = dev = check_device(device_index, f"a unit on cuda:{device_index}")
         self.xp = xp = dev.xp
         self.device_index = device_index
         self._device = xp.cuda.Device(dev.index)
-        self._stream = self.raw = dev.new_stream()
+        self._stream = dev.new_stream()
         self._pending: deque[tuple[Any, Any, Any, Any]] = deque()
         self.timing = False  # set by a traced unit: record start events for device time
         self._wake: Callable[[], None] | None = None
@@ -66,6 +67,20 @@ class DeviceStream:
 
     def has_pending(self) -> bool:
         return bool(self._pending)
+
+    def to_device(self, dev: Any, host: Any) -> None:
+        """Queue a host (pinned) -> device copy on this stream."""
+        dev.set(host, stream=self._stream)
+
+    def to_host(self, host: Any, dev: Any) -> None:
+        """Queue a device -> host (pinned) copy on this stream (no host sync)."""
+        if self._get_blocks:
+            try:  # CuPy >= 13 blocks in get() unless told not to
+                dev.get(stream=self._stream, out=host, blocking=False)
+                return
+            except TypeError:  # older CuPy: no 'blocking'; a given stream is asynchronous
+                DeviceStream._get_blocks = False
+        dev.get(stream=self._stream, out=host)
 
     def set_waker(self, wake: Callable[[], None]) -> None:
         self._wake = wake

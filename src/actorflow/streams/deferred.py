@@ -28,7 +28,6 @@ class DeferredCpuStream:
     device = "cpu"
     synchronous = False
     xp: Any = np
-    raw = None
     timing = False
 
     def __init__(self, device_index: int = 0) -> None:
@@ -38,9 +37,7 @@ class DeferredCpuStream:
         self._launched = 0
         self._reported = 0
         self._wake: Callable[[], None] | None = None
-        self._thread = threading.Thread(target=self._worker, daemon=True,
-                                        name=f"actorflow-cpu-deferred-{next(_ids)}")
-        self._thread.start()
+        self._thread: threading.Thread | None = None  # started by the first launch
 
     def _worker(self) -> None:
         while True:
@@ -60,6 +57,10 @@ class DeferredCpuStream:
                 self._wake()
 
     def launch(self, host: Any, act: Any) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._worker, daemon=True,
+                                            name=f"actorflow-cpu-deferred-{next(_ids)}")
+            self._thread.start()
         self._launched += 1
         self._work.put((host, act))
 
@@ -82,7 +83,7 @@ class DeferredCpuStream:
         return None
 
     def close(self, timeout: float = 10.0) -> None:
-        if not self._thread.is_alive():
+        if self._thread is None or not self._thread.is_alive():
             return
         self._work.put(_STOP)
         self._thread.join(timeout)

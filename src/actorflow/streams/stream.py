@@ -36,7 +36,6 @@ class Stream(Protocol):
     device: str  # "cpu" or "cuda"
     synchronous: bool  # True: launch() returns after the kernels ran (trace act_end there)
     xp: Any  # the array module kernels get as ctx.xp
-    raw: Any  # the device's own stream object (copies are queued on it); None on CPU
     timing: bool  # set when the unit is traced: measure each act (see ``act_timing``)
 
     def launch(self, host: ActRunner, act: Any) -> None:
@@ -77,7 +76,6 @@ class CpuStream:
     device = "cpu"
     synchronous = True
     xp: Any = np
-    raw = None
     timing = False
 
     def __init__(self, device_index: int = 0) -> None:

@@ -165,18 +165,20 @@ class ndarray:
         return f"emulated.ndarray(shape={self.shape}, dtype={self.dtype}, device={self._device})"
 
     # -- explicit copies -------------------------------------------------------------------
-    def get(self, stream: Any = None, order: Any = "C", out: np.ndarray | None = None) -> Any:
-        """Device -> host.  Into a pinned ``out`` on a stream: queued on that stream (the
-        copy happens on the device thread, later); otherwise now, in stream order."""
-        from actorflow.streams.emulated.cuda import copy_on_stream
+    def get(self, stream: Any = None, order: Any = "C", out: np.ndarray | None = None,
+            blocking: bool = True) -> Any:
+        """Device -> host.  Into a pinned ``out`` on a stream with ``blocking=False``: queued
+        on that stream (the copy happens on the device thread, later), as on CuPy >= 13;
+        otherwise now, in stream order."""
+        from actorflow.streams.emulated.cuda import copy_on_stream, wait_current_stream
 
         if out is not None:
             if not isinstance(out, np.ndarray) or out.shape != self.shape:
                 raise ValueError(f"get(out=...) needs a numpy array of shape {self.shape}")
             copy_on_stream(stream, out, self._a, pinned_host=out)
+            if blocking:
+                wait_current_stream(stream)
             return out
-        from actorflow.streams.emulated.cuda import wait_current_stream
-
         wait_current_stream(stream)
         return self._a.copy(order=order)
 
