@@ -162,3 +162,9 @@ def test_local_rank_picks_this_processs_devices(monkeypatch):
     with pytest.raises(DeviceError, match=r"needs device cuda:0 \(device 2 with LOCAL_RANK=1\), "
                                           r"but this machine has 2 emulated devices"):
         af.Session(compile_example("mlp_data_parallel", 1, 2), timeout=30)
+
+
+def test_flowlaunch_device_option_needs_a_builder_that_takes_it(flowlaunch):
+    r = flowlaunch.run("sim", EXAMPLES / "sample_pipeline.py", "--device", "cuda", timeout=60)
+    assert r.returncode != 0
+    assert "build_plan() takes no 'device' parameter" in r.stderr
