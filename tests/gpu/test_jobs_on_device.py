@@ -1,5 +1,8 @@
 """Every example with a cuda placement runs on the device and matches numpy.
 
+(The three ``build_job`` examples through the compiler; ``sample_pipeline``, a hand-built
+PlanBuilder plan, with ``device=0`` on its ops.)
+
 Through the public API (``af.compile`` + ``Session``, ``ClusterSession`` with process units,
 ``flowlaunch sim``), on 1-2 machines x 1-2 devices: the compiler inserts copy_h2d/copy_d2h
 tasks, the copy units copy from/to pinned host regsts on their own streams, every compute
@@ -29,6 +32,7 @@ sys.path.insert(0, str(EXAMPLES))
 import matmul_model_parallel  # noqa: E402
 import mlp_data_parallel  # noqa: E402
 import pipeline_4_stages  # noqa: E402
+import sample_pipeline  # noqa: E402
 
 MODULES = {m.__name__: m for m in (mlp_data_parallel, matmul_model_parallel,
                                     pipeline_4_stages)}
@@ -52,6 +56,19 @@ def test_example_on_device_with_thread_units(name, machines, dpm):
         out = s.run_to_end()["y"]
     assert len(out) == MODULES[name].PIECES
     assert MODULES[name].check(out) < TOL
+
+
+@pytest.mark.parametrize("machines", [1, 3])
+def test_hand_built_sample_pipeline_on_device(machines):
+    """PlanBuilder ops with device=0: the builder adds the copies, as the compiler does."""
+    plan = sample_pipeline.build_plan(machines, device="cuda")
+    assert {"copy_h2d", "copy_d2h"} <= {t.task_type for t in plan.tasks}
+    with af.Session(plan, timeout=30) as s:
+        out = s.run_to_end()["colsum"]
+    assert len(out) == sample_pipeline.PIECES and sample_pipeline.check(out) < 1e-5
+    with ClusterSession(plan, unit="process", scheme="tcp" if machines > 1 else "ipc",
+                        timeout=30) as s:
+        assert sample_pipeline.check(s.run_to_end()["colsum"]) < 1e-5
 
 
 @pytest.mark.parametrize("machines,dpm,scheme", [(1, 2, "ipc"), (2, 1, "tcp")])
@@ -165,6 +182,7 @@ def test_local_rank_picks_this_processs_devices(monkeypatch):
 
 
 def test_flowlaunch_device_option_needs_a_builder_that_takes_it(flowlaunch):
-    r = flowlaunch.run("sim", EXAMPLES / "sample_pipeline.py", "--device", "cuda", timeout=60)
+    job = Path(__file__).resolve().parents[1] / "launcher" / "jobs" / "slow_pipeline.py"
+    r = flowlaunch.run("sim", job, "--machines", 2, "--device", "cuda", timeout=60)
     assert r.returncode != 0
     assert "build_plan() takes no 'device' parameter" in r.stderr
