@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from actorflow.errors import KernelError, RegistryError
+from actorflow.errors import KernelError, ProtocolError, RegistryError
 from actorflow.kernels.registry import KernelContext, get_op
 from actorflow.plan.model import Task
 from actorflow.protocol.messages import Act
 from actorflow.protocol.state import ActorState
 from actorflow.registry import Registry
+from actorflow.streams.cuda import DeviceStream
 from actorflow.streams.stream import Stream
 
 if TYPE_CHECKING:
@@ -150,6 +151,15 @@ def run_copy(host: ActorHost, act: Act) -> None:
         arr[...] = src[name]
 
 
+def device_stream(host: ActorHost) -> DeviceStream:
+    """The device stream of a copy task's unit (its unit works in device memory)."""
+    stream = host.stream
+    if not isinstance(stream, DeviceStream):
+        raise ProtocolError(f"task {host.task_id} ({host.task.label}) copies device memory "
+                            f"on a {stream.device} stream")
+    return stream
+
+
 def run_copy_h2d(host: ActorHost, act: Act) -> None:
     """Host (pinned) -> device on the unit's own copy stream: ``dev.set(host, stream)``
     queues the copy; the act is done when the event after it is (READY waits for it).
@@ -157,13 +167,12 @@ def run_copy_h2d(host: ActorHost, act: Act) -> None:
     din, sin = act.reads[0]
     dout, sout = act.writes[0]
     src, dst = host.memory[din][sin], host.memory[dout][sout]
-    stream = host.stream
     try:
         for name, arr in dst.items():
             if isinstance(arr, np.ndarray):  # a plan that copies host to host
                 arr[...] = src[name]
             else:
-                stream.to_device(arr, src[name])
+                device_stream(host).to_device(arr, src[name])
     except Exception as e:
         raise host.kernel_error(host.task.label, act, e) from e
 
@@ -174,14 +183,13 @@ def run_copy_d2h(host: ActorHost, act: Act) -> None:
     din, sin = act.reads[0]
     dout, sout = act.writes[0]
     src, dst = host.memory[din][sin], host.memory[dout][sout]
-    stream = host.stream
     try:
         for name, arr in dst.items():
             blob = src[name]
             if isinstance(blob, np.ndarray):
                 arr[...] = blob
             else:
-                stream.to_host(arr, blob)
+                device_stream(host).to_host(arr, blob)
     except Exception as e:
         raise host.kernel_error(host.task.label, act, e) from e
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.executors import ActorHost
-from actorflow.actors.hosting import Deliver, Recorder
+from actorflow.actors.hosting import Deliver, Recorder, UnitRecorder
 from actorflow.actors.memory import Allocator, HostAllocator, PinnedBuffers, unit_mem_case
 from actorflow.actors.unit_loop import run_unit
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
@@ -97,16 +97,16 @@ class ThreadUnit:
         timed = self.timed
         for h, act in self.stream.completed():
             if timed is not None:
-                self._act_end(act)
+                self._act_end(timed, act)
             self.execute(h, h.state.act_done(act))
 
-    def _act_end(self, act: Act) -> None:
+    def _act_end(self, timed: UnitRecorder, act: Act) -> None:
         """Trace an asynchronous act's end, with its host launch / device times if the
         stream measured them (device streams, from events)."""
         timing = self.stream.act_timing(act)
         if timing is not None:
-            self.timed.act_device(act, *timing)
-        self.timed.act_end(act)
+            timed.act_device(act, *timing)
+        timed.act_end(act)
 
     def execute(self, host: ActorHost, actions: list[Any]) -> None:
         rt = self.runtime
@@ -142,7 +142,7 @@ class ThreadUnit:
                     rt.actor_exited(a.task_id)
             for h2, act in stream.completed():
                 if timed is not None and not sync:
-                    self._act_end(act)  # an async act counts as done when its stream says so
+                    self._act_end(timed, act)  # an async act counts as done when its stream says so
                 done = h2.state.act_done(act)
                 if pending is None:
                     pending = deque()

@@ -80,7 +80,7 @@ def missing_cupy_hint() -> str:
 
 def import_cupy() -> Any:
     try:
-        import cupy  # type: ignore[import-not-found]
+        import cupy
     except ImportError as e:
         raise DeviceError(
             "a 'cuda' placement (memory case cuda:i) needs CuPy, which is not installed: "

@@ -84,10 +84,10 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
                 if begun is not None:
                     begun.end = max(begun.end, ev.t)
             elif ev.kind == ACT_DEVICE:  # a device act: host launch and device time
-                s = open_acts.get((task, ev.act_id))
-                if s is not None:
-                    s.args["launch_us"] = round(ev.launch_ns / 1e3, 2)
-                    s.args["device_us"] = round(ev.device_ns / 1e3, 2)
+                running = open_acts.get((task, ev.act_id))
+                if running is not None:
+                    running.args["launch_us"] = round(ev.launch_ns / 1e3, 2)
+                    running.args["device_us"] = round(ev.device_ns / 1e3, 2)
             continue
         if ev.kind == RECV:
             name = f"{MSG_TYPE_NAMES[ev.type]}" + (f" {ev.cmd}" if ev.type == CMD else "")

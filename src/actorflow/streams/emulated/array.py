@@ -251,7 +251,7 @@ class ndarray:
     __xor__, __rxor__ = _binary(operator.xor), _rbinary(operator.xor)
     __lt__, __le__ = _binary(operator.lt), _binary(operator.le)
     __gt__, __ge__ = _binary(operator.gt), _binary(operator.ge)
-    __eq__, __ne__ = _binary(operator.eq), _binary(operator.ne)  # type: ignore[assignment]
+    __eq__, __ne__ = _binary(operator.eq), _binary(operator.ne)
     __hash__ = None  # type: ignore[assignment]
 
     def __neg__(self) -> ndarray:
