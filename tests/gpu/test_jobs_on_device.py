@@ -22,10 +22,10 @@ from tests.gpu.conftest import emulated_only
 from tests.launcher.helpers import Launcher
 
 import actorflow as af
-from actorflow.actors.cluster import ClusterSession
 from actorflow.errors import DeviceError, KernelError
 from actorflow.kernels.ops._infer import same
 from actorflow.kernels.registry import OpDef, register_op
+from actorflow.session import ClusterSession
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))

@@ -13,7 +13,7 @@ from tests.plan.compile_oracle import build, max_error
 from tests.plan.test_compile_oracle import TOL, descriptions
 
 import actorflow as af
-from actorflow.actors.cluster import ClusterSession
+from actorflow.session import ClusterSession
 
 on_device = descriptions().map(lambda d: {**d, "device": "cuda"})
 
