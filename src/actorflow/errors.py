@@ -182,3 +182,8 @@ class EagerKernelError(ActorflowError):
         if traceback_text:
             msg += "\n--- kernel traceback ---\n" + traceback_text.rstrip()
         super().__init__(msg)
+
+
+class DeviceError(FatalError):
+    """No usable device: CuPy missing (names the extra to install), a device index past the
+    devices this machine has, a device type that is not known."""

@@ -12,12 +12,15 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from actorflow.errors import KernelError, RegistryError
+import numpy as np
+
+from actorflow.errors import KernelError, ProtocolError, RegistryError
 from actorflow.kernels.registry import KernelContext, get_op
 from actorflow.plan.model import Task
 from actorflow.protocol.messages import Act
 from actorflow.protocol.state import ActorState
 from actorflow.registry import Registry
+from actorflow.streams.cuda import DeviceStream
 from actorflow.streams.stream import Stream
 
 if TYPE_CHECKING:
@@ -149,7 +152,7 @@ def run_acc(host: ActorHost, act: Act) -> None:
 
 
 def run_copy(host: ActorHost, act: Act) -> None:
-    """repeat / copy kinds with no kernels: copy every blob by name."""
+    """repeat / comm_net kinds with no kernels: copy every blob by name (same memory)."""
     if host.nodes:
         run_exec_sequence(host, act)
         return
@@ -158,6 +161,49 @@ def run_copy(host: ActorHost, act: Act) -> None:
     src, dst = host.memory[din][sin], host.memory[dout][sout]
     for name, arr in dst.items():
         arr[...] = src[name]
+
+
+def device_stream(host: ActorHost) -> DeviceStream:
+    """The device stream of a copy task's unit (its unit works in device memory)."""
+    stream = host.stream
+    if not isinstance(stream, DeviceStream):
+        raise ProtocolError(f"task {host.task_id} ({host.task.label}) copies device memory "
+                            f"on a {stream.device} stream")
+    return stream
+
+
+def run_copy_h2d(host: ActorHost, act: Act) -> None:
+    """Host (pinned) -> device on the unit's own copy stream: ``dev.set(host, stream)``
+    queues the copy; the act is done when the event after it is (READY waits for it).
+    (A host -> host copy task, in hand-built plans, copies in place.)"""
+    din, sin = act.reads[0]
+    dout, sout = act.writes[0]
+    src, dst = host.memory[din][sin], host.memory[dout][sout]
+    try:
+        for name, arr in dst.items():
+            if isinstance(arr, np.ndarray):  # a plan that copies host to host
+                arr[...] = src[name]
+            else:
+                device_stream(host).to_device(arr, src[name])
+    except Exception as e:
+        raise host.kernel_error(host.task.label, act, e) from e
+
+
+def run_copy_d2h(host: ActorHost, act: Act) -> None:
+    """Device -> host (pinned): ``dev.get(stream, out=host, blocking=False)`` on the unit's
+    copy stream; the host regst is READY after the event that follows it."""
+    din, sin = act.reads[0]
+    dout, sout = act.writes[0]
+    src, dst = host.memory[din][sin], host.memory[dout][sout]
+    try:
+        for name, arr in dst.items():
+            blob = src[name]
+            if isinstance(blob, np.ndarray):
+                arr[...] = blob
+            else:
+                device_stream(host).to_host(arr, blob)
+    except Exception as e:
+        raise host.kernel_error(host.task.label, act, e) from e
 
 
 def run_nothing(host: ActorHost, act: Act) -> None:
@@ -173,7 +219,7 @@ def run_callback(host: ActorHost, act: Act) -> None:
 for _t, _fn in {
     "normal": run_exec_sequence, "source": run_exec_sequence, "boxing": run_exec_sequence,
     "input": run_input, "output": run_output, "acc": run_acc, "repeat": run_copy,
-    "copy_h2d": run_copy, "copy_d2h": run_copy, "comm_net": run_copy, "tick": run_nothing,
+    "copy_h2d": run_copy_h2d, "copy_d2h": run_copy_d2h, "comm_net": run_copy, "tick": run_nothing,
     # the main job: ids travel in message payloads, there is no data to move
     "wait_and_send_ids": run_nothing, "reentrant_lock": run_nothing, "case": run_nothing,
     "esac": run_nothing, "callback_tick": run_callback,

@@ -25,7 +25,7 @@ import msgpack
 from actorflow.actors import unit_wire as uw
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.landing import land
-from actorflow.actors.memory import ShmAllocator
+from actorflow.actors.memory import SharedDeviceAllocator, ShmAllocator
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_loop import run_unit
@@ -56,7 +56,9 @@ class ProcessUnit:
         self.outbox = Outbox(self.name)
         plan = plan_from_bytes(cfg["plan"], f"<{self.name} config>")
         view = MachineView(plan, mid)
-        self.alloc = ShmAllocator(cfg["run_id"], mid)
+        hosted = [t.task_id for t in plan.tasks if (t.machine_id, t.thrd_id) == (mid, tid)]
+        self.alloc = SharedDeviceAllocator(ShmAllocator(cfg["run_id"], mid), cfg["run_id"], mid,
+                                           hosted)
         # --trace: this process records its own file; otherwise the always-on flight ring
         self.recorder = (Recorder.from_config(cfg.get("trace"), plan, tag=f"m{mid}-t{tid}")
                          or Recorder(plan, tag=f"m{mid}-t{tid}"))
@@ -69,6 +71,7 @@ class ProcessUnit:
             for i in t.consumed_ids():
                 if i not in rt.memory:
                     rt.memory[i] = self.alloc.allocate(view.descs[i])
+        rt.pin_copy_buffers()
         unit_addrs = {(int(m), int(t)): a for m, t, a in cfg["unit_addrs"]}
         self.router = Router(mid, view.routing, self.outbox, rt.memory, {}, unit_addrs)
         rt.remote_send = self.router.send
@@ -150,6 +153,7 @@ class ProcessUnit:
         if self.status is not None:
             self.status.close()
         self.recorder.close()
+        self.rt.close_streams()
         self.inbox.close()
         self.outbox.close(linger_ms=5000 if flush else 0)
         self.alloc.close()

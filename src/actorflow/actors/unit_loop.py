@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 WAIT = 0.2  # s: the longest wait before a source's idle() check
 BATCH_WAIT = 0.002  # s: output pieces wait at most this long for more to batch with
-STREAM_POLL = 0.0005  # s: with acts in flight on an asynchronous stream
+STREAM_POLL = 0.0005  # s: with acts in flight on a stream that cannot wake the unit
+STREAM_WAKE_WAIT = 0.05  # s: with acts in flight on a stream that wakes the unit when one
+# completes (thread units); the timeout only bounds a lost wake-up
 
 
 class Source(Protocol):
@@ -45,9 +47,9 @@ def run_unit(unit: ThreadUnit, source: Source) -> None:
             continue
         if stream.has_pending():  # an asynchronous stream: completions, then messages
             unit._drain_stream()
-            if local:
+            if local or not stream.has_pending():
                 continue
-            timeout = STREAM_POLL
+            timeout = STREAM_WAKE_WAIT if unit.woken else STREAM_POLL
         else:
             timeout = BATCH_WAIT if batcher is not None and batcher.pending else WAIT
         msg = nxt(timeout)

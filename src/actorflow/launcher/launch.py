@@ -53,6 +53,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unit", choices=["thread", "process"], default="thread",
                    help="execution unit per thrd_id inside each machine (default: thread)")
     p.add_argument("--pieces", type=int, help="override the sources' piece count")
+    p.add_argument("--devices-per-machine", type=int, metavar="N",
+                   help="devices per machine to compile a job file for (rank r runs on "
+                        "machine r // N, device r %% N); default: the job file's own")
+    p.add_argument("--device", choices=["cpu", "cuda"],
+                   help="device type for a job file whose build_job takes 'device'; cuda "
+                        "runs on CuPy, or on the emulated device with "
+                        "ACTORFLOW_DEVICE=emulated")
     p.add_argument("--out", help="save output pieces to this .npz (np.savez, no pickle)")
     p.add_argument("--log-dir", help="write one log file per rank here (rank<N>.log)")
     p.add_argument("--json", action="store_true",
@@ -70,8 +77,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     add_trace_options(p)
 
 
-def load_checked(target: str, machines: int) -> Plan:
-    plan = load_target(target, machines)
+def load_checked(target: str, machines: int, devices_per_machine: int | None = None,
+                 device: str | None = None) -> Plan:
+    if devices_per_machine is not None and devices_per_machine < 1:
+        raise LaunchError(f"--devices-per-machine must be at least 1, got {devices_per_machine}")
+    plan = load_target(target, machines, devices_per_machine, device)
     if plan.machines.count > machines:
         raise LaunchError(f"{target}: the plan is for {plan.machines.count} machines but only "
                           f"{machines} were given (use {plan.machines.count} machines)")
@@ -85,7 +95,7 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
         raise LaunchError(f"--pieces must be at least 1, got {args.pieces}")
     if args.out and not Path(args.out).resolve().parent.is_dir():
         raise LaunchError(f"--out {args.out}: directory {Path(args.out).parent} does not exist")
-    plan = load_checked(args.plan, n)
+    plan = load_checked(args.plan, n, args.devices_per_machine, args.device)
     check = job_check(args.plan)
     run_id = secrets.token_hex(4)
     console = sys.stderr if args.json else sys.stdout
@@ -122,7 +132,10 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
                 wargs.append("--exit-on-stdin-eof")
             wargs += trace_worker_args(args)
             env = dict(os.environ, ACTORFLOW_RUN_ID=run_id, PYTHONUNBUFFERED="1",
-                       ACTORFLOW_DUMP_DIR=str(default_dump_dir(os.getpid())))
+                       ACTORFLOW_DUMP_DIR=str(default_dump_dir(os.getpid())),
+                       ACTORFLOW_DEVICES_PER_MACHINE=str(plan.machines.devices_per_machine))
+            if args.device:
+                env["ACTORFLOW_JOB_DEVICE"] = args.device
             if cluster.fork:
                 if rank == 0:
                     from actorflow.launcher.forked import warm_up

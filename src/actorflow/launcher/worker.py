@@ -97,9 +97,9 @@ def log(msg: str) -> None:
 def plan_source(target: str) -> Callable[[int], Plan]:
     """Rank 0's plan loader for ``world_size`` machines, checked for a launcher run."""
     def load(world_size: int) -> Plan:
-        from actorflow.launcher.jobfile import load_target, runnable_check
+        from actorflow.launcher.jobfile import job_options_from_env, load_target, runnable_check
 
-        plan = load_target(target, world_size)
+        plan = load_target(target, world_size, **job_options_from_env())
         runnable_check(plan, target)
         return plan
     return load
@@ -217,6 +217,9 @@ class _Machine:
         msg = client.hello(host, os.getpid(), cfg.join_timeout)
         client.start_heartbeat()  # beats on its own thread even while units start
         plan = plan_from_bytes(msg["plan"], "the plan sent by the master")
+        # LOCAL_RANK * devices_per_machine + i is the GPU of this machine's cuda:i
+        os.environ.setdefault("ACTORFLOW_DEVICES_PER_MACHINE",
+                              str(plan.machines.devices_per_machine))
         run_id = str(msg.get("run_id") or cfg.run_id)
         self.diag = Diagnostics(plan, trace=cfg.trace, stall_timeout=cfg.stall_timeout,
                                 clock_offset=client.clock.offset,

@@ -63,7 +63,9 @@ def _random_normal_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 
 def _random_normal_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    # Seeded per (seed, piece): piece i gives the same numbers wherever it runs.
+    # Seeded per (seed, piece): piece i gives the same numbers wherever it runs.  Drawn on
+    # the host with numpy's generator and copied to the device (xp.asarray), so a device
+    # gives exactly numpy's numbers (tests/gpu/test_kernels_on_device.py checks equality).
     rng = np.random.default_rng([int(attrs.get("seed", 0)), int(ctx.piece_id)])
     out = outs["out"]
     vals = rng.standard_normal(out.shape) * float(attrs.get("std", 1.0)) + float(
@@ -74,9 +76,8 @@ def _random_normal_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: 
 def _variable_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     value = ctx.state.get("value")
     out = outs["out"]
-    if value is None:
-        value = initial_variable_value(attrs)
-        ctx.state["value"] = value
+    if value is None:  # drawn / loaded on the host once, then kept where the kernel runs
+        value = ctx.state["value"] = ctx.xp.asarray(initial_variable_value(attrs))
     out[...] = value
 
 
