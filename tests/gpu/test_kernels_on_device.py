@@ -61,7 +61,7 @@ def test_every_registered_op_runs_on_the_device(xp):
         "stamp": ({}, {"shape": [3], "dtype": "int64"}),
     }
     builtin = {t for t in op_types() if not t.startswith("test_")}  # not tests' own ops
-    assert builtin <= set(CASES) | set(extra)
+    assert builtin <= set(CASES) | set(extra) | MODEL_IO
     for op_type, (ins, attrs) in extra.items():
         for piece in (0, 5):
             want = run_op(op_type, ins, attrs, piece=piece)
@@ -81,3 +81,24 @@ def test_random_draws_equal_numpy_exactly(xp):
     np.testing.assert_array_equal(
         v, (np.random.default_rng(4).standard_normal((5, 2)) * 0.1).astype(np.float32))
     assert isinstance(ctx.state["value"], xp.ndarray)  # the variable lives on the device
+
+
+MODEL_IO = {"assign", "variable_save", "variable_load"}  # tested below (state and files)
+
+
+def test_assign_and_model_io_on_the_device(xp, tmp_path):
+    """A variable part written by assign, saved from the device and loaded back onto it."""
+    from actorflow.kernels.checkpoint import encode_path
+
+    part = {"logical_shape": [4, 6], "begin": [0, 2], "end": [4, 4], "init": "zeros"}
+    ctx = KernelContext(xp, 0, 0, "w")  # one state, shared by the part's ops as at run time
+    value = np.arange(8, dtype=np.float32).reshape(4, 2)
+    got = run_on_device(xp, "assign", {"ref": np.zeros((4, 2), np.float32), "value": value},
+                        {"variable": part}, ctx=ctx)["out"]
+    np.testing.assert_array_equal(got, value)
+    assert isinstance(ctx.state["value"], xp.ndarray)  # the part stays on the device
+    path = encode_path(tmp_path)
+    saved = run_on_device(xp, "variable_save", {"ref": value, "path": path},
+                          {"file": "w/part0.npy"}, ctx=ctx)["out"]
+    assert saved[0] == value.nbytes
+    np.testing.assert_array_equal(np.load(tmp_path / "w" / "part0.npy"), value)

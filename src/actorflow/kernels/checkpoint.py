@@ -41,6 +41,8 @@ def encode_path(directory: str | os.PathLike) -> np.ndarray:
 
 
 def decode_path(arr: Any) -> str:
+    if not isinstance(arr, np.ndarray) and hasattr(arr, "get"):
+        arr = arr.get()  # a device array: an explicit copy to the host (CuPy's rules)
     raw = bytes(np.asarray(arr, np.uint8).tobytes()).split(b"\0", 1)[0]
     return os.fsdecode(raw)
 
