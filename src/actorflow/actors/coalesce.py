@@ -96,9 +96,15 @@ def land_batch(m: Message, land: Callable[[Message], Msg | None], where: str) ->
     out = []
     if not m.metas:  # the hot path: slot numbers only
         try:
-            return [Msg(*h) for h, _ in m.body]
+            for h, n in m.body:
+                if n:
+                    break  # blobs claimed but none came: unpack names it
+                out.append(Msg(*h))
+            else:
+                return out
         except (TypeError, ValueError):
             pass  # a malformed entry: unpack names it
+        out = []
     for sub in unpack(m, where):
         if sub.metas:
             msg = land(sub)
