@@ -51,8 +51,11 @@ class PeerBatch:
 
     def send(self) -> None:
         heads = self.heads
-        if len(heads) == 1 and not self.arrays:  # a lone header: the plain one-frame MSG
-            self.comm.send_head(codec.encode_head(uw.MSG, heads[0][0]))
+        if len(heads) == 1:  # a lone message (low load, ping-pong) goes as the plain MSG
+            if self.arrays:
+                self.comm.send(uw.MSG, heads[0][0], self.arrays)
+            else:
+                self.comm.send_head(codec.encode_head(uw.MSG, heads[0][0]))
         else:
             self.comm.send(uw.BATCH, heads, self.arrays)
         self.heads = []
