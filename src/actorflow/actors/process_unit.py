@@ -18,11 +18,13 @@ import signal
 import sys
 import time
 import traceback
+from collections import deque
 from typing import Any
 
 import msgpack
 
 from actorflow.actors import unit_wire as uw
+from actorflow.actors.coalesce import land_batch
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.landing import land
 from actorflow.actors.memory import SharedDeviceAllocator, ShmAllocator
@@ -73,8 +75,11 @@ class ProcessUnit:
                     rt.memory[i] = self.alloc.allocate(view.descs[i])
         rt.pin_copy_buffers()
         unit_addrs = {(int(m), int(t)): a for m, t, a in cfg["unit_addrs"]}
-        self.router = Router(mid, view.routing, self.outbox, rt.memory, {}, unit_addrs)
+        # messages to peer units go in one BATCH per peer per loop turn (actors/coalesce.py)
+        self.router = Router(mid, view.routing, self.outbox, rt.memory, {}, unit_addrs,
+                             coalesce=True)
         rt.remote_send = self.router.send
+        rt.coalesced = self.router
         self.unit = next(iter(rt.units.values())) if rt.units else None
         self.inbox = listen(unit_addrs[(mid, tid)], name=f"{self.name} inbox")
         own = self.inbox.address
@@ -105,12 +110,18 @@ class ProcessUnit:
             self.early.append(m)
         raise Stopped
 
-    def _take(self, m: Message) -> Msg | None:
-        """A wire message -> the actor message to handle now (None: nothing to handle)."""
+    def _take(self, m: Message) -> list[Msg]:
+        """A wire message -> the actor messages to handle now, in order."""
+        if m.kind == uw.BATCH:
+            return land_batch(m, self._land, self.name)
         if m.kind == uw.STOP:
             raise Stopped
         if m.kind != uw.MSG:
             raise ProtocolError(f"{self.name}: unexpected {uw.kind_name(m.kind)}")
+        msg = self._land(m)
+        return [] if msg is None else [msg]
+
+    def _land(self, m: Message) -> Msg | None:
         return land(m, self.rt.memory, self.rt.push_feed, self.name)
 
     def report(self, kind: int, body: Any, arrays: list | tuple = ()) -> None:
@@ -125,9 +136,7 @@ class ProcessUnit:
         if unit is None:
             return
         for early in self.early:
-            msg = self._take(early)
-            if msg is not None:
-                unit.local.append(msg)
+            unit.local.extend(self._take(early))
         self.early = []
         run_unit(unit, _SocketSource(self))
 
@@ -170,8 +179,11 @@ class _SocketSource:
         self.queue = pu.unit.inbox
         self.take = pu._take
         self.ppid = os.getppid()
+        self.unpacked: deque[Msg] = deque()  # the rest of a received BATCH, in order
 
     def next(self, timeout: float) -> Msg | None:
+        if self.unpacked:
+            return self.unpacked.popleft()
         if not self.queue.empty():
             msg = self.queue.get_nowait()
             if not isinstance(msg, Msg):
@@ -181,7 +193,12 @@ class _SocketSource:
         if m is None:
             return None
         if m.kind or m.metas:
-            return self.take(m)
+            msgs = self.take(m)
+            if not msgs:
+                return None  # a feed took it
+            if len(msgs) > 1:
+                self.unpacked.extend(msgs[1:])
+            return msgs[0]
         return Msg(*m.body)
 
     def idle(self) -> bool:

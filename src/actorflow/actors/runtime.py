@@ -20,7 +20,7 @@ from actorflow.actors.delivery import Batcher
 from actorflow.actors.executors import ActorHost
 from actorflow.actors.hosting import Deliver, Recorder, UnitRecorder
 from actorflow.actors.memory import Allocator, HostAllocator, PinnedBuffers, unit_mem_case
-from actorflow.actors.unit_loop import run_unit
+from actorflow.actors.unit_loop import Coalesced, run_unit
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
 from actorflow.plan.model import Plan, Task
 from actorflow.protocol.kinds import make_state
@@ -206,6 +206,9 @@ class MachineRuntime:
         self.allocator = allocator or HostAllocator()
         self.on_deliver = on_deliver
         self.batcher: Batcher | None = None  # output pieces in batches (actors/delivery.py)
+        # messages to peer units coalesced per loop turn (routing.Router with coalesce=True);
+        # the unit loop flushes it before every blocking wait
+        self.coalesced: Coalesced | None = None
         self.stopping = False
         self.error: BaseException | None = None
         self._lock = threading.Lock()
