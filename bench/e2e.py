@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,7 @@ import actorflow as af
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "e2e_job.py")
 SMALL, LARGE = 2000, 12000
+_CPU: dict[tuple, float] = {}  # (stages, pieces, deliver, src) -> CPU s of the last run
 
 
 def flowlaunch_wall(stages: int, pieces: int, deliver: bool, src: str | None = None) -> float:
@@ -43,10 +45,16 @@ def flowlaunch_wall(stages: int, pieces: int, deliver: bool, src: str | None = N
     env = dict(os.environ, E2E_STAGES=str(stages), E2E_DELIVER="1" if deliver else "0")
     if src is not None:
         env["PYTHONPATH"] = src
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run([sys.executable, "-m", "actorflow.launcher.cli", "sim", JOB,
                         "--machines", "1", "--unit", "process", "--pieces", str(pieces),
                         "--json", "--quiet", "--heartbeat-timeout", "10"],
                        env=env, capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # every process of the run (launcher, worker, unit processes) is reaped by its parent,
+    # so its CPU time lands in this process's RUSAGE_CHILDREN
+    _CPU[(stages, pieces, deliver, src)] = (after.ru_utime + after.ru_stime
+                                           - before.ru_utime - before.ru_stime)
     if r.returncode != 0:
         raise SystemExit(f"flowlaunch failed ({r.returncode}):\n{r.stderr}")
     summary = json.loads(r.stdout)
@@ -59,6 +67,13 @@ def flowlaunch_wall(stages: int, pieces: int, deliver: bool, src: str | None = N
 def steady(fn) -> float:
     """Pieces per second from the runs of SMALL and LARGE pieces."""
     return (LARGE - SMALL) / (fn(LARGE) - fn(SMALL))
+
+
+def cpu_per_piece(stages: int, deliver: bool, src: str | None = None) -> float:
+    """Steady-state CPU microseconds per piece, all processes together, of the last pair
+    of runs (CPU time is much less stretched by a loaded box than wall time)."""
+    key = (stages, LARGE, deliver, src), (stages, SMALL, deliver, src)
+    return 1e6 * (_CPU[key[0]] - _CPU[key[1]]) / (LARGE - SMALL)
 
 
 def session_wall(stages: int, pieces: int) -> float:
@@ -76,13 +91,16 @@ def session_wall(stages: int, pieces: int) -> float:
 
 
 def e2e_table(reps: int, before: str | None) -> None:
-    rows = []
+    rows: list[list] = []
+    cpu_rows: list[list] = []
     for stages in (2, 4):
         deliv, plain, threads, ratios, old = [], [], [], [], []
         for _ in range(reps):
             if before is not None:
                 old.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, True, before)))
+                cpu_rows.append(["before", stages, old[-1], cpu_per_piece(stages, True, before)])
             deliv.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, True)))
+            cpu_rows.append(["this code", stages, deliv[-1], cpu_per_piece(stages, True)])
             plain.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, False)))
             threads.append(steady(lambda n, s=stages: session_wall(s, n)))
             ratios.append(deliv[-1] / plain[-1])
@@ -99,6 +117,9 @@ def e2e_table(reps: int, before: str | None) -> None:
         cols += ["before: pieces/s delivered", "after / before"]
     print_table("Echo chain through flowlaunch sim --unit process, outputs delivered "
                 f"(steady state, median of {reps})", cols, rows)
+    print_table("CPU per piece, all processes of the run together (every repeat; the main "
+                "number on a shared box)", ["code", "stages", "pieces/s delivered",
+                                           "us CPU per piece"], cpu_rows)
 
 
 def main() -> None:

@@ -1,13 +1,14 @@
 """Control plane and flowlaunch costs, each against a baseline measured in the same run.
 
-    python bench/launcher.py [--quick]
+    python bench/launcher.py [--quick] [--startup-only] [--machines 4 16] [--before DIR]
 
 1. Control-plane round trip: a ``kv_get`` through ControlClient -> ControlMaster (its own
    thread, tcp on loopback) vs a raw pyzmq DEALER/ROUTER msgpack ping-pong on a thread.
 2. Launch overhead: ``flowlaunch sim`` of a 1-piece plan on N machines (start, rendezvous,
-   plan distribution, run, shutdown, reap) vs starting N bare ``python -c 'import
-   actorflow.launcher.worker'`` processes in parallel (the interpreter + import floor);
-   goals: <= 1 s for 4 machines, <= 2 s for 16.  Then the sample job and the 4-stage
+   plan distribution, run, shutdown, reap) vs starting N bare ``python -c pass`` and N
+   ``python -c 'import numpy, zmq'`` processes in parallel (the interpreter and the
+   imports a worker cannot avoid); ``--before DIR`` also times an older ``src/`` in the
+   same run.  Goals: <= 1 s for 4 machines, <= 2 s for 16.  Then the sample job and the 4-stage
    example on 4 and 16 machines: start to exit, the run itself (the master's wall clock
    from the start signal to the last piece), and the difference (start-up + shutdown).
 3. Failure detection: time from a machine's last heartbeat until another machine is told to
@@ -18,11 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgpack
@@ -31,7 +35,7 @@ import zmq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-from _util import median_of, median_time, print_table
+from _util import median_of, print_table
 
 from actorflow.launcher.client import Aborted, ControlClient
 from actorflow.launcher.master import ControlMaster
@@ -115,21 +119,43 @@ def raw_round_trip(n: int) -> float:
         ctx.term()
 
 
-def launch_overhead(machines: int, repeats: int, job: Path) -> tuple[float, float]:
-    def sim() -> None:
-        r = subprocess.run([sys.executable, "-m", "actorflow.launcher.cli", "sim", str(job),
-                            "--machines", str(machines), "--quiet"], capture_output=True,
-                           text=True, timeout=120)
-        if r.returncode != 0:
-            raise SystemExit(f"flowlaunch sim failed:\n{r.stdout}\n{r.stderr}")
+def _run_ok(argv: list[str], env: dict | None, what: str) -> None:
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    if r.returncode != 0:
+        raise SystemExit(f"{what} failed:\n{r.stdout}\n{r.stderr}")
 
-    def bare() -> None:
-        ps = [subprocess.Popen([sys.executable, "-c", "import actorflow.launcher.worker"])
-              for _ in range(machines)]
-        for p in ps:
-            p.wait(60)
 
-    return median_time(sim, repeats, warmup=1), median_time(bare, repeats, warmup=1)
+def _parallel(argv: list[str], n: int) -> None:
+    ps = [subprocess.Popen(argv) for _ in range(n)]
+    for p in ps:
+        p.wait(60)
+
+
+def launch_overhead(machines: int, repeats: int, job: Path,
+                    before: Path | None) -> dict[str, float]:
+    """Median start-to-exit seconds of ``flowlaunch sim`` (this checkout and, with
+    ``before``, an older ``src/`` on PYTHONPATH) and of N bare interpreters started in
+    parallel: ``python -c pass`` and ``python -c 'import numpy, zmq'`` (what a worker
+    cannot avoid), all in this run, interleaved so load swings hit each alike."""
+    argv = [sys.executable, "-m", "actorflow.launcher.cli", "sim", str(job),
+            "--machines", str(machines), "--quiet"]
+    cases: dict[str, Callable[[], None]] = {
+        "sim": lambda: _run_ok(argv, None, "flowlaunch sim"),
+        "pass": lambda: _parallel([sys.executable, "-c", "pass"], machines),
+        "numpy_zmq": lambda: _parallel([sys.executable, "-c", "import numpy, zmq"], machines),
+    }
+    if before is not None:
+        env = dict(os.environ, PYTHONPATH=str(before))
+        cases["before"] = lambda: _run_ok(argv, env, f"flowlaunch sim from {before}")
+    for fn in cases.values():  # warm-up: page cache, .pyc files
+        fn()
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(repeats):
+        for k, fn in cases.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def example_launch(path: Path, machines: int, repeats: int) -> tuple[float, float]:
@@ -194,29 +220,48 @@ def detection_time(hb_timeout: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    ap.add_argument("--repeats", type=int, help="repeats per measurement (default 3, 2 quick)")
+    ap.add_argument("--startup-only", action="store_true",
+                    help="only the flowlaunch sim start-up table")
+    ap.add_argument("--machines", type=int, nargs="+", default=[1, 2, 4, 16],
+                    help="machine counts of the start-up table (default 1 2 4 16)")
+    ap.add_argument("--before", type=Path,
+                    help="an older checkout's src/ directory, timed in the same run "
+                         "(e.g. git archive main src | tar -x -C /tmp/before)")
     args = ap.parse_args()
     n = 500 if args.quick else 2000
-    repeats = 2 if args.quick else 3
+    repeats = args.repeats or (2 if args.quick else 3)
 
-    ours, raw = control_round_trip(n)
-    print_table("Control-plane round trip (kv_get, tcp loopback), median of 5 x "
-                f"{n} round trips",
-                ["path", "us per round trip", "vs raw pyzmq"],
-                [["ControlClient -> ControlMaster", ours * 1e6, ours / raw],
-                 ["raw pyzmq DEALER/ROUTER + msgpack", raw * 1e6, 1.0]])
+    if not args.startup_only:
+        ours, raw = control_round_trip(n)
+        print_table("Control-plane round trip (kv_get, tcp loopback), median of 5 x "
+                    f"{n} round trips",
+                    ["path", "us per round trip", "vs raw pyzmq"],
+                    [["ControlClient -> ControlMaster", ours * 1e6, ours / raw],
+                     ["raw pyzmq DEALER/ROUTER + msgpack", raw * 1e6, 1.0]])
 
     rows = []
     with tempfile.TemporaryDirectory() as d:
         job = Path(d) / "tiny_job.py"
         job.write_text(TINY_JOB)
-        for m in (1, 2, 3, 4, 16):
-            t_sim, t_bare = launch_overhead(m, repeats, job)
+        for m in args.machines:
+            t = launch_overhead(m, repeats, job, args.before)
             goal = {4: 1.0, 16: 2.0}.get(m)
-            rows.append([m, t_sim, t_bare, t_sim / t_bare,
+            row = [m, t["sim"]]
+            if args.before is not None:
+                row += [t["before"], t["before"] / t["sim"]]
+            rows.append([*row, t["pass"], t["numpy_zmq"], t["sim"] / t["numpy_zmq"],
                          "-" if goal is None else f"<= {goal:.0f} s: "
-                         + ("yes" if t_sim <= goal else "NO")])
-    print_table(f"flowlaunch sim of a 1-piece plan, start to exit, median of {repeats}",
-                ["machines", "flowlaunch sim s", "bare python+import s", "ratio", "goal"], rows)
+                         + ("yes" if t["sim"] <= goal else "NO")])
+    headers = ["machines", "flowlaunch sim s"]
+    if args.before is not None:
+        headers += ["before s", "speed-up"]
+    print_table(f"flowlaunch sim of a 1-piece plan, start to exit, median of {repeats} "
+                "(N bare interpreters started in parallel as the floor)",
+                [*headers, "N x python -c pass s", "N x import numpy, zmq s",
+                 "sim / numpy+zmq floor", "goal"], rows)
+    if args.startup_only:
+        return
 
     rows = []
     examples = Path(__file__).resolve().parents[1] / "examples"

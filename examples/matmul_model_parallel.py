@@ -1,6 +1,7 @@
 """Model parallel matmul: the weight is split by rows over 2 machines, partial sums added.
 
     python examples/matmul_model_parallel.py
+    ACTORFLOW_DEVICE=emulated flowlaunch sim examples/matmul_model_parallel.py --device cuda
     flowlaunch sim examples/matmul_model_parallel.py --machines 2 --out y.npz
 
 ``w`` (K x N) is split on axis 0, so machine i holds rows K*i/2 .. K*(i+1)/2.  The compiler
@@ -25,14 +26,18 @@ BATCH, K, N = 8, 64, 16
 SEEDS = {"x": 5, "w": 6, "b": 7}
 
 
-def build_job(machines: int = 2) -> af.Job:
-    ranks = af.placement("cpu", ranks=list(range(machines)))
+def build_job(machines: int = 2, device: str = "cpu", devices_per_machine: int = 1
+              ) -> af.Job:
+    """The job on ``machines`` x ``devices_per_machine`` ranks of ``device`` (cpu | cuda)."""
+    nranks = machines * devices_per_machine
+    ranks = af.placement(device, ranks=list(range(nranks)))
     with af.Job("matmul_model_parallel", pieces=PIECES) as job:
         x = af.random_input("x", (BATCH, K), seed=SEEDS["x"], placement=ranks,
                             sbp=af.sbp.broadcast)
         w = af.variable("w", (K, N), init="normal", seed=SEEDS["w"], placement=ranks,
                         sbp=af.sbp.split(0))
-        b = af.variable("b", (N,), init="normal", seed=SEEDS["b"])
+        b = af.variable("b", (N,), init="normal", seed=SEEDS["b"],
+                        placement=af.placement(device, ranks=[0]))
         y = F.bias_add(x @ w, b.to_global(ranks, af.sbp.broadcast))
         af.output("y", F.tanh(y))
     return job
@@ -49,8 +54,9 @@ def check(outputs: list[np.ndarray]) -> float:
     return max(float(np.abs(o - expected(i)).max()) for i, o in enumerate(outputs))
 
 
-def main(machines: int = 2) -> int:
-    plan = af.compile(build_job(machines), machines=machines)
+def main(machines: int = 2, device: str = "cpu", devices_per_machine: int = 1) -> int:
+    plan = af.compile(build_job(machines, device, devices_per_machine), machines=machines,
+                      devices_per_machine=devices_per_machine)
     with af.Session(plan) as s:
         out = s.run_to_end()["y"]
     err = check(out)

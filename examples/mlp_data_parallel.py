@@ -23,8 +23,11 @@ BATCH, IN, HIDDEN, OUT = 16, 32, 24, 8
 SEEDS = {"x": 11, "w1": 1, "w2": 2}
 
 
-def build_job(machines: int = 2) -> af.Job:
-    ranks = af.placement("cpu", ranks=list(range(machines)))
+def build_job(machines: int = 2, device: str = "cpu", devices_per_machine: int = 1
+              ) -> af.Job:
+    """The job on ``machines`` x ``devices_per_machine`` ranks of ``device`` (cpu | cuda)."""
+    nranks = machines * devices_per_machine
+    ranks = af.placement(device, ranks=list(range(nranks)))
     with af.Job("mlp_data_parallel", pieces=PIECES) as job:
         x = af.random_input("x", (BATCH, IN), seed=SEEDS["x"], placement=ranks,
                             sbp=af.sbp.split(0))
@@ -52,8 +55,9 @@ def check(outputs: list[np.ndarray]) -> float:
     return max(float(np.abs(o - expected(i)).max()) for i, o in enumerate(outputs))
 
 
-def main(machines: int = 2) -> int:
-    plan = af.compile(build_job(machines), machines=machines)
+def main(machines: int = 2, device: str = "cpu", devices_per_machine: int = 1) -> int:
+    plan = af.compile(build_job(machines, device, devices_per_machine), machines=machines,
+                      devices_per_machine=devices_per_machine)
     with af.Session(plan) as s:
         out = s.run_to_end()["y"]
     err = check(out)

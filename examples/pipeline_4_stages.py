@@ -1,6 +1,7 @@
 """A 4-stage pipeline on 4 machines with register_num 2: stage k runs on machine k % N.
 
     python examples/pipeline_4_stages.py
+    ACTORFLOW_DEVICE=emulated flowlaunch sim examples/pipeline_4_stages.py --device cuda
     flowlaunch sim examples/pipeline_4_stages.py --machines 4 --out y.npz
 
 Each stage is a dense layer whose weight lives on its stage's machine; ``to_global`` moves
@@ -22,11 +23,14 @@ PIECES = 8
 BATCH, WIDTH, STAGES = 8, 32, 4
 
 
-def build_job(machines: int = 4) -> af.Job:
+def build_job(machines: int = 4, device: str = "cpu", devices_per_machine: int = 1
+              ) -> af.Job:
+    """The job on ``machines`` x ``devices_per_machine`` ranks of ``device`` (cpu | cuda)."""
+    nranks = machines * devices_per_machine
     with af.Job("pipeline_4_stages", pieces=PIECES, register_num=2) as job:
         h = af.random_input("x", (BATCH, WIDTH), seed=3)
         for k in range(STAGES):
-            stage = af.placement("cpu", ranks=[k % machines])
+            stage = af.placement(device, ranks=[k % nranks])
             h = h.to_global(stage)
             w = af.variable(f"w{k}", (WIDTH, WIDTH), init="normal", seed=100 + k, std=0.3,
                             placement=stage)
@@ -47,8 +51,9 @@ def check(outputs: list[np.ndarray]) -> float:
     return max(float(np.abs(o - expected(i)).max()) for i, o in enumerate(outputs))
 
 
-def main(machines: int = 4) -> int:
-    plan = af.compile(build_job(machines), machines=machines)
+def main(machines: int = 4, device: str = "cpu", devices_per_machine: int = 1) -> int:
+    plan = af.compile(build_job(machines, device, devices_per_machine), machines=machines,
+                      devices_per_machine=devices_per_machine)
     with af.Session(plan) as s:
         out = s.run_to_end()["y"]
     err = check(out)

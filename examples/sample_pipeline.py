@@ -20,14 +20,17 @@ SHAPE = (64, 32)
 SEED = 7
 
 
-def build_plan(machines: int = 1, pieces: int = PIECES, register_num: int = 2) -> af.Plan:
+def build_plan(machines: int = 1, pieces: int = PIECES, register_num: int = 2,
+               device: str = "cpu") -> af.Plan:
+    """``device="cuda"``: the four stages run on each machine's cuda:0."""
     b = af.PlanBuilder(machines=machines, register_num=register_num, name="sample_pipeline")
+    dev = 0 if device == "cuda" else None
     x = b.source("random_normal", {"shape": list(SHAPE), "dtype": "float32", "seed": SEED},
                  piece_num=pieces, name="batches")
-    h = b.op("relu", x, machine=0, name="stage0_relu")
-    h = b.op("scalar_mul", h, scalar=0.5, machine=1 % machines, name="stage1_scale")
-    h = b.op("softmax", h, axis=1, machine=2 % machines, name="stage2_softmax")
-    h = b.op("reduce_sum", h, axis=0, machine=3 % machines, name="stage3_colsum")
+    h = b.op("relu", x, machine=0, name="stage0_relu", device=dev)
+    h = b.op("scalar_mul", h, scalar=0.5, machine=1 % machines, name="stage1_scale", device=dev)
+    h = b.op("softmax", h, axis=1, machine=2 % machines, name="stage2_softmax", device=dev)
+    h = b.op("reduce_sum", h, axis=0, machine=3 % machines, name="stage3_colsum", device=dev)
     b.output("colsum", h)
     b.num_pieces = pieces
     return b.build()

@@ -3,65 +3,118 @@
 A Plan (what to run) is plain data; a Session runs it on actors in this process;
 ``flowlaunch`` runs it over processes and machines.  Outside a job, tensor ops run
 eagerly on a virtual machine of instructions and streams (``af.tensor``, ``af.sync``).
+
+The public names below are imported on first use (PEP 562 ``__getattr__``): a
+``flowlaunch`` worker imports ``actorflow.launcher.worker`` and must not pay for the
+frontend, the eager VM, the compiler and the in-process Session that it never uses
+(start-up time of ``flowlaunch sim --machines 16``: every worker imports this package).
 """
 
+from __future__ import annotations
+
+import importlib
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import actorflow.trace as _trace_pkg
 from actorflow import errors
-from actorflow.eager.device import Device
-from actorflow.eager.device import as_device as device
-from actorflow.frontend import functional, sbp
-from actorflow.frontend import global_tensor as _global_tensor
-from actorflow.frontend.creation import (
-    arange,
-    counters,
-    full,
-    ones,
-    randn,
-    sync,
-    tensor,
-    zeros,
-)
-from actorflow.frontend.creation import trace as _eager_trace
-from actorflow.frontend.eager_tensor import EagerTensor
-from actorflow.frontend.global_tensor import EagerGlobalTensor
-from actorflow.frontend.job import (
-    Job,
-    compile,
-    input,
-    job,
-    output,
-    random_input,
-    variable,
-)
-from actorflow.frontend.placement import placement
-from actorflow.frontend.variables import read_variable
-from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
-from actorflow.session import ClusterSession, Session
-from actorflow.spmd import env
-
-_global_tensor.EAGER_GLOBAL.device_of = env.device  # LOCAL_RANK picks the CUDA device
 
 __version__ = "0.1.0"
+
+# public name -> (module, attribute); attribute None: the module itself
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "ClusterSession": ("actorflow.session", "ClusterSession"),
+    "Device": ("actorflow.eager.device", "Device"),
+    "EagerGlobalTensor": ("actorflow.frontend.global_tensor", "EagerGlobalTensor"),
+    "EagerTensor": ("actorflow.frontend.eager_tensor", "EagerTensor"),
+    "Job": ("actorflow.frontend.job", "Job"),
+    "Plan": ("actorflow.plan.model", "Plan"),
+    "PlanBuilder": ("actorflow.plan.builder", "PlanBuilder"),
+    "Session": ("actorflow.session", "Session"),
+    "arange": ("actorflow.frontend.creation", "arange"),
+    "compile": ("actorflow.frontend.job", "compile"),
+    "counters": ("actorflow.frontend.creation", "counters"),
+    "device": ("actorflow.eager.device", "as_device"),
+    "env": ("actorflow.spmd", "env"),
+    "full": ("actorflow.frontend.creation", "full"),
+    "functional": ("actorflow.frontend.functional", None),
+    "input": ("actorflow.frontend.job", "input"),
+    "job": ("actorflow.frontend.job", "job"),
+    "load_plan": ("actorflow.plan.io", "load_plan"),
+    "ones": ("actorflow.frontend.creation", "ones"),
+    "output": ("actorflow.frontend.job", "output"),
+    "placement": ("actorflow.frontend.placement", "placement"),
+    "randn": ("actorflow.frontend.creation", "randn"),
+    "random_input": ("actorflow.frontend.job", "random_input"),
+    "read_variable": ("actorflow.frontend.variables", "read_variable"),
+    "save_plan": ("actorflow.plan.io", "save_plan"),
+    "sbp": ("actorflow.frontend.sbp", None),
+    "sync": ("actorflow.frontend.creation", "sync"),
+    "tensor": ("actorflow.frontend.creation", "tensor"),
+    "variable": ("actorflow.frontend.job", "variable"),
+    "zeros": ("actorflow.frontend.creation", "zeros"),
+}
 
 
 class _TracePackage(types.ModuleType):
     """``af.trace`` is the ``actorflow.trace`` package (recorders, readers) and, called as
     ``with af.trace("dir"):``, the context that records eager instructions.  A plain
     function of that name would be replaced by the package the first time it is imported,
-    so the package's module object is made callable instead."""
+    so the package's module object is made callable instead (the eager side is imported
+    only when it is called)."""
 
     def __call__(self, directory: Any) -> Any:
-        return _eager_trace(directory)
+        from actorflow.frontend.creation import trace as eager_trace
+
+        return eager_trace(directory)
 
 
 _trace_pkg.__class__ = _TracePackage
 trace = _trace_pkg
 
 __all__ = ["ClusterSession", "Device", "EagerGlobalTensor", "EagerTensor", "Job", "Plan",
-           "PlanBuilder", "Session", "__version__", "arange", "compile", "counters", "device",
-           "env", "errors", "full", "functional", "input", "job", "load_plan", "ones", "output",
-           "placement", "randn", "random_input", "read_variable", "save_plan", "sbp", "sync",
-           "tensor", "trace", "variable", "zeros"]
+           "PlanBuilder", "Session",
+           "__version__", "arange", "compile", "counters", "device", "env", "errors", "full",
+           "functional", "input", "job", "load_plan", "ones", "output", "placement", "randn",
+           "random_input", "read_variable", "save_plan", "sbp", "sync", "tensor", "trace",
+           "variable", "zeros"]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'actorflow' has no attribute {name!r}") from None
+    mod = importlib.import_module(module)
+    if module.startswith(("actorflow.frontend", "actorflow.eager")):
+        _wire_global_tensors()
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def _wire_global_tensors() -> None:
+    """LOCAL_RANK picks the CUDA device of global tensors (spmd sits above frontend)."""
+    from actorflow.frontend import global_tensor
+    from actorflow.spmd import env
+
+    global_tensor.EAGER_GLOBAL.device_of = env.device
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
+    from actorflow.eager.device import Device
+    from actorflow.eager.device import as_device as device
+    from actorflow.frontend import functional, sbp
+    from actorflow.frontend.creation import arange, counters, full, ones, randn, sync, tensor, zeros
+    from actorflow.frontend.eager_tensor import EagerTensor
+    from actorflow.frontend.global_tensor import EagerGlobalTensor
+    from actorflow.frontend.job import Job, compile, input, job, output, random_input, variable
+    from actorflow.frontend.placement import placement
+    from actorflow.frontend.variables import read_variable
+    from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
+    from actorflow.session import ClusterSession, Session
+    from actorflow.spmd import env

@@ -93,6 +93,16 @@ class KernelError(ActorflowError):
         )
 
 
+class JobRunError(ActorflowError):
+    """A piece of a job of a multi-job plan failed; names the job, the task and the piece."""
+
+    def __init__(self, job: str, piece_id: int, message: str, task_id: int | None = None) -> None:
+        self.job = job
+        self.piece_id = piece_id
+        self.task_id = task_id
+        super().__init__(message)
+
+
 class WaitTimeout(ActorflowError, TimeoutError):
     """A blocking wait ran out of time; the message names what it waited for."""
 
@@ -172,3 +182,8 @@ class EagerKernelError(ActorflowError):
         if traceback_text:
             msg += "\n--- kernel traceback ---\n" + traceback_text.rstrip()
         super().__init__(msg)
+
+
+class DeviceError(FatalError):
+    """No usable device: CuPy missing (names the extra to install), a device index past the
+    devices this machine has, a device type that is not known."""

@@ -44,6 +44,14 @@ class Session:
     ``UsageError`` instead of someone else's data.
     """
 
+    def __new__(cls, plan: Plan | None = None, *args: Any, **kw: Any) -> Session:
+        # a multi-job plan (af.compile([...])) is driven by job name: actorflow.job_session
+        if cls is Session and getattr(plan, "is_multi_job", False):
+            from actorflow.job_session import JobSession
+
+            return super().__new__(JobSession)
+        return super().__new__(cls)
+
     def __init__(
         self,
         plan: Plan,

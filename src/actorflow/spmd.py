@@ -77,8 +77,14 @@ class Env:
         return collective.world()
 
     def device(self, device_type: str = "cpu") -> str:
-        """The device this rank uses for ``device_type``: ``cuda:<LOCAL_RANK>`` or ``cpu``."""
-        return f"cuda:{self.local_rank}" if device_type == "cuda" else "cpu"
+        """The device this rank uses for ``device_type``: ``cuda:0`` or ``cpu``.
+
+        Device indices are the process's own (like ``CUDA_VISIBLE_DEVICES``): the stream
+        layer maps this process's ``cuda:i`` to the machine's device ``LOCAL_RANK *
+        devices_per_machine + i`` (``streams.device.physical_index``), so with one device
+        per rank ``LOCAL_RANK`` picks the GPU and every rank calls it ``cuda:0``.
+        """
+        return "cuda:0" if device_type == "cuda" else "cpu"
 
     def __repr__(self) -> str:
         return (f"af.env(rank={self.rank}, world_size={self.world_size}, "

@@ -8,6 +8,8 @@ numpy-expected numbers:
   process-ipc    1 machine, one process per unit, regsts in shared memory, ipc:// slots
   tcp-2 / tcp-3  2 or 3 MachineNodes over tcp:// loopback, thread units
   process-tcp-2  2 machines with process units: shm inside a machine, tcp between them
+Every combination runs with the inline CPU stream and with the deferred one (kernels finish
+on a worker thread and READY/ACK wait for completion, the path a GPU stream takes).
 Machines as separate OS processes are covered in tests/transport/test_machine_processes.py.
 (Process units cannot use inproc://: it only connects sockets of one process.)
 """
@@ -34,9 +36,13 @@ COMBOS = {
 }
 
 
+STREAMS = ("inline", "deferred")
+
+
 class Combo:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, stream: str) -> None:
         self.name = name
+        self.stream = stream
         self.machines, self.open = COMBOS[name]
 
     def m(self, i: int) -> int:
@@ -44,9 +50,12 @@ class Combo:
         return i % self.machines
 
 
-@pytest.fixture(params=sorted(COMBOS))
-def combo(request) -> Combo:
-    return Combo(request.param)
+@pytest.fixture(params=[(c, s) for c in sorted(COMBOS) for s in STREAMS],
+                ids=lambda p: f"{p[0]}-{p[1]}")
+def combo(request, monkeypatch) -> Combo:
+    name, stream = request.param
+    monkeypatch.setenv("ACTORFLOW_CPU_STREAM", stream)  # unit processes inherit it
+    return Combo(name, stream)
 
 
 def piece_value(shape, i):

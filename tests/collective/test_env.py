@@ -40,7 +40,10 @@ def test_local_rank_picks_the_cuda_device(monkeypatch):
     monkeypatch.setenv("MASTER_PORT", "29500")
     monkeypatch.setenv("LOCAL_RANK", "1")
     assert (af.env.rank, af.env.world_size, af.env.local_rank) == (5, 8, 1)
-    assert af.env.device("cuda") == "cuda:1" and af.env.device("cpu") == "cpu"
+    assert af.env.device("cuda") == "cuda:0" and af.env.device("cpu") == "cpu"
+    from actorflow.streams.device import physical_index
+
+    assert physical_index(0) == 1  # this rank's cuda:0 is the machine's device LOCAL_RANK
     monkeypatch.setenv("LOCAL_RANK", "x")
     with pytest.raises(LaunchError, match="LOCAL_RANK='x' is not an integer"):
         _ = af.env.local_rank

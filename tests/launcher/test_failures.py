@@ -20,6 +20,10 @@ import pytest
 
 from .helpers import JOBS, SAMPLE, cmdline, tagged_pids
 
+# these tests read a worker's rank and run id from its /proc cmdline, which only an exec'd
+# worker has (a forked one shows the launcher's); test_sim_fork.py covers forked workers
+EXEC = ("--start-method", "exec")
+
 
 def _shm() -> set[str]:
     return {n for n in os.listdir("/dev/shm") if n.startswith("actorflow")}
@@ -52,7 +56,7 @@ def _wait_for_line(stream, needle: str, timeout: float) -> list[str]:
 @pytest.mark.parametrize("unit", ["thread", pytest.param("process", marks=pytest.mark.slow)])
 def test_sigkill_worker_mid_run(flowlaunch, unit):
     tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 3,
-                              "--unit", unit)
+                              "--unit", unit, *EXEC)
     seen = _wait_for_line(p.stderr, "progress:", 30)  # the run is under way (1 s of pieces)
     # the progress line: pieces, pieces/s, elapsed, and pieces per machine
     assert re.fullmatch(r"progress: \d+ pieces, [\d.]+ pieces/s, [\d.]+s "
@@ -82,7 +86,7 @@ def test_sigkill_worker_mid_run(flowlaunch, unit):
 def test_killed_launcher_leaves_no_orphans_or_shm(flowlaunch):
     """PR_SET_PDEATHSIG: workers get SIGTERM when flowlaunch dies, close units, unlink shm."""
     tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 2,
-                              "--unit", "process")
+                              "--unit", "process", *EXEC)
     _wait_for_line(p.stderr, "progress:", 30)
     argv = cmdline(_worker_pid(tag, 0))
     run_id = argv[argv.index("--run-id") + 1]
@@ -215,7 +219,7 @@ def test_broken_job_file_reaches_every_worker_fast(flowlaunch):
 @pytest.mark.slow
 def test_sigint_to_flowlaunch_is_forwarded_and_cleans_up(flowlaunch):
     tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 2,
-                              "--unit", "process")
+                              "--unit", "process", *EXEC)
     _wait_for_line(p.stderr, "progress:", 30)
     argv = cmdline(_worker_pid(tag, 1))
     run_id = argv[argv.index("--run-id") + 1]

@@ -2,7 +2,8 @@
 
 Shared by the hypothesis oracle (``test_compile_oracle.py``) and by job files that
 ``flowlaunch sim`` loads (a description is JSON, so a worker process can rebuild it).
-A description: ``{"machines", "dpm", "pieces", "inputs": [...], "steps": [...]}``; every
+A description: ``{"machines", "dpm", "pieces", "inputs": [...], "steps": [...]}`` and an
+optional ``"device"`` (``cpu`` by default, ``cuda`` for every placement on devices); every
 tensor stays 2-D so each step can follow any other.
 """
 
@@ -39,8 +40,11 @@ def _sbp(code: str):
     return af.sbp.broadcast if code == "B" else af.sbp.split(int(code[1:]))
 
 
+_DEVICE = ["cpu"]  # the device type of every placement of the job being built
+
+
 def _place(ranks: list[int]):
-    return af.placement("cpu", ranks=ranks)
+    return af.placement(_DEVICE[0], ranks=ranks)
 
 
 def _var_value(seed: int, shape) -> np.ndarray:
@@ -49,6 +53,7 @@ def _var_value(seed: int, shape) -> np.ndarray:
 
 def build(desc: dict[str, Any]) -> af.Job:
     """The job a description stands for (outputs ``y``)."""
+    _DEVICE[0] = desc.get("device", "cpu")
     with af.Job("oracle", pieces=desc["pieces"]) as job:
         xs = [af.random_input(f"x{i}", tuple(d["shape"]), seed=d["seed"],
                               placement=_place(d["ranks"]), sbp=_sbp(d["sbp"]))

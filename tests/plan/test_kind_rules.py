@@ -114,8 +114,9 @@ def test_copy_tasks_go_the_direction_their_name_says():
 def test_unknown_kind_lists_the_known_ones_and_kinds_register_once():
     p = two_machines()
     p.task(1).task_type = "warp"
-    bad(p, r"unknown task type 'warp' \(known: acc, boxing, comm_net, copy_d2h, copy_h2d, "
-           "input, normal, output, repeat, source, tick\\)")
+    bad(p, r"unknown task type 'warp' \(known: acc, boxing, callback_tick, case, comm_net, "
+           "copy_d2h, copy_h2d, esac, input, normal, output, reentrant_lock, repeat, source, "
+           "tick, wait_and_send_ids\\)")
     with pytest.raises(RegistryError, match="task type 'normal' is registered twice"):
         register_kind(Kind("normal", ActorState, lambda t, s: [], "again"))
     assert get_kind("normal").description == "runs its exec sequence of kernels on every piece"

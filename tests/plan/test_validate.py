@@ -75,7 +75,8 @@ def test_unknown_op_type():
 def test_unknown_task_type():
     p = chain()
     p.task(1).task_type = "warp"
-    bad(p, r"task 1 \(relu\): unknown task type 'warp' \(known: acc, boxing, comm_net")
+    bad(p, r"task 1 \(relu\): unknown task type 'warp' \(known: acc, boxing, callback_tick, "
+           r"case, comm_net")
 
 
 def test_shape_mismatch_between_producer_and_kernel():

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from actorflow.errors import KernelError, RegistryError
+import numpy as np
+
+from actorflow.errors import KernelError, ProtocolError, RegistryError
 from actorflow.kernels.registry import KernelContext, get_op
 from actorflow.plan.model import Task
 from actorflow.protocol.messages import Act
 from actorflow.protocol.state import ActorState
 from actorflow.registry import Registry
+from actorflow.streams.cuda import DeviceStream
 from actorflow.streams.stream import Stream
 
 if TYPE_CHECKING:
@@ -56,6 +59,9 @@ class ActorHost:
         for node in task.exec_sequence:
             op = get_op(node.kernel.op_type)
             ctx = KernelContext(stream.xp, 0, task.task_id, node.kernel.op_name)
+            key = node.kernel.attrs.get("state_key")
+            if key is not None:  # a variable part: one state per machine, shared by jobs
+                ctx.state = shared_state(runtime, str(key))
             ins = [(a, r.regst_desc_id, r.blob) for a, r in node.inputs.items()]
             outs = [(a, r.regst_desc_id, r.blob) for a, r in node.outputs.items()]
             self.nodes.append((op.kernel, ctx, node.kernel.attrs, ins, outs))
@@ -84,6 +90,15 @@ class ActorHost:
     def kernel_error(self, op_name: str, act: Act, e: BaseException) -> KernelError:
         return KernelError(op_name, self.task_id, self.machine_id, act.piece_id,
                            f"{type(e).__name__}: {e}", traceback.format_exc())
+
+
+def shared_state(runtime: Any, key: str) -> dict[str, Any]:
+    """The kernel state every node with attr ``state_key == key`` shares in ``runtime``
+    (a variable part read and assigned by several jobs: one copy per device)."""
+    store = getattr(runtime, "_shared_states", None)
+    if store is None:
+        store = runtime._shared_states = {}
+    return store.setdefault(key, {})
 
 
 def run_exec_sequence(host: ActorHost, act: Act) -> None:
@@ -137,7 +152,7 @@ def run_acc(host: ActorHost, act: Act) -> None:
 
 
 def run_copy(host: ActorHost, act: Act) -> None:
-    """repeat / copy kinds with no kernels: copy every blob by name."""
+    """repeat / comm_net kinds with no kernels: copy every blob by name (same memory)."""
     if host.nodes:
         run_exec_sequence(host, act)
         return
@@ -148,14 +163,65 @@ def run_copy(host: ActorHost, act: Act) -> None:
         arr[...] = src[name]
 
 
+def device_stream(host: ActorHost) -> DeviceStream:
+    """The device stream of a copy task's unit (its unit works in device memory)."""
+    stream = host.stream
+    if not isinstance(stream, DeviceStream):
+        raise ProtocolError(f"task {host.task_id} ({host.task.label}) copies device memory "
+                            f"on a {stream.device} stream")
+    return stream
+
+
+def run_copy_h2d(host: ActorHost, act: Act) -> None:
+    """Host (pinned) -> device on the unit's own copy stream: ``dev.set(host, stream)``
+    queues the copy; the act is done when the event after it is (READY waits for it).
+    (A host -> host copy task, in hand-built plans, copies in place.)"""
+    din, sin = act.reads[0]
+    dout, sout = act.writes[0]
+    src, dst = host.memory[din][sin], host.memory[dout][sout]
+    try:
+        for name, arr in dst.items():
+            if isinstance(arr, np.ndarray):  # a plan that copies host to host
+                arr[...] = src[name]
+            else:
+                device_stream(host).to_device(arr, src[name])
+    except Exception as e:
+        raise host.kernel_error(host.task.label, act, e) from e
+
+
+def run_copy_d2h(host: ActorHost, act: Act) -> None:
+    """Device -> host (pinned): ``dev.get(stream, out=host, blocking=False)`` on the unit's
+    copy stream; the host regst is READY after the event that follows it."""
+    din, sin = act.reads[0]
+    dout, sout = act.writes[0]
+    src, dst = host.memory[din][sin], host.memory[dout][sout]
+    try:
+        for name, arr in dst.items():
+            blob = src[name]
+            if isinstance(blob, np.ndarray):
+                arr[...] = blob
+            else:
+                device_stream(host).to_host(arr, blob)
+    except Exception as e:
+        raise host.kernel_error(host.task.label, act, e) from e
+
+
 def run_nothing(host: ActorHost, act: Act) -> None:
     if host.nodes:
         run_exec_sequence(host, act)
 
 
+def run_callback(host: ActorHost, act: Act) -> None:
+    """A callback tick: tell the client this machine finished a piece of its job."""
+    host.runtime.deliver(host.task, act.piece_id, {})
+
+
 for _t, _fn in {
     "normal": run_exec_sequence, "source": run_exec_sequence, "boxing": run_exec_sequence,
     "input": run_input, "output": run_output, "acc": run_acc, "repeat": run_copy,
-    "copy_h2d": run_copy, "copy_d2h": run_copy, "comm_net": run_copy, "tick": run_nothing,
+    "copy_h2d": run_copy_h2d, "copy_d2h": run_copy_d2h, "comm_net": run_copy, "tick": run_nothing,
+    # the main job: ids travel in message payloads, there is no data to move
+    "wait_and_send_ids": run_nothing, "reentrant_lock": run_nothing, "case": run_nothing,
+    "esac": run_nothing, "callback_tick": run_callback,
 }.items():
     register_executor(_t, _fn)

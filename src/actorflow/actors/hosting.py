@@ -65,7 +65,8 @@ class UnitRecorder(Protocol):
 
     ``ring``: the flight recorder, called with every message handed to an actor or sent
     to another unit (None: no ring).  ``timed``: when true the unit calls ``send``,
-    ``recv``, ``act_begin`` and ``act_end`` for every event instead of ``ring``."""
+    ``recv``, ``act_begin`` and ``act_end`` for every event instead of ``ring``, and
+    ``act_device`` before the ``act_end`` of an act a device stream timed."""
 
     @property
     def ring(self) -> Callable[[Msg], None] | None: ...
@@ -80,6 +81,8 @@ class UnitRecorder(Protocol):
     def act_begin(self, act: Act) -> None: ...
 
     def act_end(self, act: Act) -> None: ...
+
+    def act_device(self, act: Act, launch_ns: int, device_ns: int) -> None: ...
 
 
 class Recorder(Protocol):

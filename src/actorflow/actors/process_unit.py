@@ -18,15 +18,17 @@ import signal
 import sys
 import time
 import traceback
+from collections import deque
 from typing import Any
 
 import msgpack
 
 from actorflow.actors import unit_wire as uw
+from actorflow.actors.coalesce import land_batch
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.inbound import Inbound, MalformedMessage
 from actorflow.actors.landing import land
-from actorflow.actors.memory import ShmAllocator
+from actorflow.actors.memory import SharedDeviceAllocator, ShmAllocator
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_loop import run_unit
@@ -59,7 +61,9 @@ class ProcessUnit:
         self.outbox = Outbox(self.name)
         plan = plan_from_bytes(cfg["plan"], f"<{self.name} config>")
         view = MachineView(plan, mid)
-        self.alloc = ShmAllocator(cfg["run_id"], mid)
+        hosted = [t.task_id for t in plan.tasks if (t.machine_id, t.thrd_id) == (mid, tid)]
+        self.alloc = SharedDeviceAllocator(ShmAllocator(cfg["run_id"], mid), cfg["run_id"], mid,
+                                           hosted)
         # --trace: this process records its own file; otherwise the always-on flight ring
         self.recorder = (Recorder.from_config(cfg.get("trace"), plan, tag=f"m{mid}-t{tid}")
                          or Recorder(plan, tag=f"m{mid}-t{tid}"))
@@ -72,9 +76,13 @@ class ProcessUnit:
             for i in t.consumed_ids():
                 if i not in rt.memory:
                     rt.memory[i] = self.alloc.allocate(view.descs[i])
+        rt.pin_copy_buffers()
         unit_addrs = {(int(m), int(t)): a for m, t, a in cfg["unit_addrs"]}
-        self.router = Router(mid, view.routing, self.outbox, rt.memory, {}, unit_addrs)
+        # messages to peer units go in one BATCH per peer per loop turn (actors/coalesce.py)
+        self.router = Router(mid, view.routing, self.outbox, rt.memory, {}, unit_addrs,
+                             coalesce=True)
         rt.remote_send = self.router.send
+        rt.coalesced = self.router
         self.unit = next(iter(rt.units.values())) if rt.units else None
         self.inbox = listen(unit_addrs[(mid, tid)], name=f"{self.name} inbox")
         own = self.inbox.address
@@ -108,15 +116,28 @@ class ProcessUnit:
             self.early.append(m)
         raise Stopped
 
-    def _take(self, m: Message) -> Msg | None:
-        """A wire message -> the actor message to handle now (None: nothing to handle)."""
+    def _take(self, m: Message) -> list[Msg]:
+        """A wire message -> the actor messages to handle now, in order."""
+        if m.kind == uw.BATCH:
+            try:
+                return land_batch(m, self._land, self.name)
+            except MessageRejected as e:  # a malformed batch: dropped, or with the key an error
+                err = self.inbound.reject(str(e))
+                if self.inbound.strict:
+                    raise err from e
+                return []
         if m.kind == uw.STOP:
             raise Stopped
         if m.kind != uw.MSG:  # units take only actor messages (and STOP)
             err = self.inbound.reject(f"message kind {m.kind!r:.20}")
             if self.inbound.strict:
                 raise err
-            return None
+            return []
+        msg = self._land(m)
+        return [] if msg is None else [msg]
+
+    def _land(self, m: Message) -> Msg | None:
+        """Validate (actors/inbound.py), then land: a malformed message is never landed."""
         if self._check(m) is None:
             return None
         return land(m, self.rt.memory, self.rt.push_feed, self.name)
@@ -155,9 +176,7 @@ class ProcessUnit:
         if unit is None:
             return
         for early in self.early:
-            msg = self._take(early)
-            if msg is not None:
-                unit.local.append(msg)
+            unit.local.extend(self._take(early))
         self.early = []
         run_unit(unit, _SocketSource(self))
 
@@ -186,6 +205,7 @@ class ProcessUnit:
         if self.status is not None:
             self.status.close()
         self.recorder.close()
+        self.rt.close_streams()
         self.inbox.close()
         self.outbox.close(linger_ms=5000 if flush else 0)
         self.alloc.close()
@@ -203,8 +223,11 @@ class _SocketSource:
         self.take = pu._take
         self.check = pu._check
         self.ppid = os.getppid()
+        self.unpacked: deque[Msg] = deque()  # the rest of a received BATCH, in order
 
     def next(self, timeout: float) -> Msg | None:
+        if self.unpacked:
+            return self.unpacked.popleft()
         if not self.queue.empty():
             msg = self.queue.get_nowait()
             if not isinstance(msg, Msg):
@@ -214,7 +237,12 @@ class _SocketSource:
         if m is None or m is _DROPPED:
             return None
         if m.kind or m.metas:
-            return self.take(m)
+            msgs = self.take(m)
+            if not msgs:
+                return None  # a feed took it
+            if len(msgs) > 1:
+                self.unpacked.extend(msgs[1:])
+            return msgs[0]
         return self.check(m)
 
     def idle(self) -> bool:

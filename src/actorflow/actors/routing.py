@@ -5,7 +5,9 @@ routing table -> the address of that machine, or of that unit process on this ma
 and decides what travels: a READY that leaves the machine carries its regst's blobs as
 frames; inside a machine only slot numbers travel.  It sends through the transport's
 ``Outbox`` (one comm per peer), so messages of one actor pair stay FIFO.  Messages between
-actors of one unit never get here (the unit keeps them local).
+actors of one unit never get here (the unit keeps them local).  With ``coalesce=True`` (a
+process unit) messages to other unit processes wait in a per-peer ``PeerBatch`` until the
+unit loop calls ``flush()`` (actors/coalesce.py); messages to a node always go at once.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from actorflow.actors import unit_wire as uw
+from actorflow.actors.coalesce import PeerBatch
 from actorflow.errors import ProtocolError, TransportError
 from actorflow.protocol.messages import READY, Msg
 from actorflow.transport import codec
@@ -53,7 +56,8 @@ class Router:
     def __init__(self, machine_id: int, routing: Mapping[int, tuple[int, int]],
                  outbox: Outbox, memory: Mapping[int, list[dict]],
                  machine_addrs: Mapping[int, str] | None = None,
-                 unit_addrs: Mapping[tuple[int, int], str] | None = None) -> None:
+                 unit_addrs: Mapping[tuple[int, int], str] | None = None,
+                 coalesce: bool = False) -> None:
         self.machine_id = machine_id
         self.routing = dict(routing)
         self.outbox = outbox
@@ -62,8 +66,11 @@ class Router:
         self.remote_units: dict[tuple[int, int], str] = {}
         self.unit_addrs: dict[tuple[int, int], str] = dict(unit_addrs or {})
         self._cache: dict[int, tuple[str, bool]] = {}
-        # dst task -> (comm, crosses machines): one dict hit per send
-        self._fast: dict[int, tuple[Comm, bool]] = {}
+        # dst task -> (comm, crosses machines, its batch or None): one dict hit per send
+        self._fast: dict[int, tuple[Comm, bool, PeerBatch | None]] = {}
+        self.coalesce = coalesce
+        self._batches: dict[str, PeerBatch] = {}  # peer unit address -> its batch
+        self._waiting: list[PeerBatch] = []  # batches holding messages, in first-use order
         self.set_machine_addrs(machine_addrs or {})
 
     def set_machine_addrs(self, addrs: Mapping[int, str]) -> None:
@@ -72,6 +79,7 @@ class Router:
             self.machine_addrs[int(m)] = node
             for t, ua in units.items():
                 self.remote_units[(int(m), t)] = ua
+        self.flush()
         self._cache.clear()
         self._fast.clear()
 
@@ -106,21 +114,64 @@ class Router:
 
         Header-only messages (all of them inside a machine, ACK/EORD/CMD across) take the
         cached comm of their destination and go out as one frame: this runs once per
-        READY/ACK, so it avoids the per-message address lookups and frame lists.
+        READY/ACK, so it avoids the per-message address lookups and frame lists.  With
+        ``coalesce`` a message to a unit process joins that peer's batch instead.
         """
         fast = self._fast.get(msg.dst)
         if fast is None:
-            addr, remote = self.where(msg.dst)
-            fast = self._fast[msg.dst] = (self.outbox.comm(addr), remote)
-        comm, remote = fast
+            fast = self._fast[msg.dst] = self._route(msg.dst)
+        comm, remote, batch = fast
         if not remote or msg.type != READY:
-            comm.send_head(codec.encode_head(uw.MSG, msg.header()))
+            if batch is None:
+                comm.send_head(codec.encode_head(uw.MSG, msg.header()))
+                return
+            if not batch.heads:
+                self._waiting.append(batch)
+            if batch.add(msg.header()):
+                self._send_batch(batch)
             return
         slots = self.memory.get(msg.regst_desc_id)
         if slots is None:
             raise ProtocolError(f"machine {self.machine_id}: READY for regst desc "
                                 f"{msg.regst_desc_id} which has no memory here")
-        comm.send(uw.MSG, msg.header(), slots[msg.slot].items())
+        if batch is None:
+            comm.send(uw.MSG, msg.header(), slots[msg.slot].items())
+            return
+        if not batch.heads:
+            self._waiting.append(batch)
+        if batch.add(msg.header(), list(slots[msg.slot].items())):
+            self._send_batch(batch)
+
+    def _route(self, dst: int) -> tuple[Comm, bool, PeerBatch | None]:
+        addr, remote = self.where(dst)
+        comm = self.outbox.comm(addr)
+        if not self.coalesce or addr not in self._peer_units():
+            return comm, remote, None
+        batch = self._batches.get(addr)
+        if batch is None:
+            batch = self._batches[addr] = PeerBatch(comm)
+        return comm, remote, batch
+
+    def _peer_units(self) -> set[str]:
+        """Addresses of unit processes (they understand BATCH; a node's listener does not)."""
+        return {*self.unit_addrs.values(), *self.remote_units.values()}
+
+    def _send_batch(self, batch: PeerBatch) -> None:
+        self._waiting.remove(batch)
+        batch.send()
+
+    @property
+    def pending(self) -> bool:
+        """True while coalesced messages wait for ``flush``."""
+        return bool(self._waiting)
+
+    def flush(self) -> None:
+        """Send every waiting batch (one transport message per peer), oldest peer first."""
+        waiting = self._waiting
+        if waiting:
+            self._waiting = []
+            for b in waiting:
+                b.send()
 
     def send_to(self, address: str, kind: int, body: Any,
                 arrays: list[tuple[str, Any]] | tuple = ()) -> None:

@@ -18,9 +18,9 @@ from typing import Any
 
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.executors import ActorHost
-from actorflow.actors.hosting import Deliver, Recorder
-from actorflow.actors.memory import Allocator, HostAllocator
-from actorflow.actors.unit_loop import run_unit
+from actorflow.actors.hosting import Deliver, Recorder, UnitRecorder
+from actorflow.actors.memory import Allocator, HostAllocator, PinnedBuffers, unit_mem_case
+from actorflow.actors.unit_loop import Coalesced, run_unit
 from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
 from actorflow.plan.memory import check_fits, desc_bytes
 from actorflow.plan.model import Plan, Task
@@ -30,6 +30,7 @@ from actorflow.protocol.state import describe_states
 from actorflow.streams.stream import make_stream
 
 _STOP = object()
+_WAKE = object()  # put by a stream's completion thread: an act finished, drain the stream
 
 
 class ThreadUnit:
@@ -41,12 +42,12 @@ class ThreadUnit:
         self.name = f"actorflow-m{key[0]}-t{key[1]}"
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.local: deque[Msg] = deque()
-        mem_case = next((d.mem_case for t in tasks for d in t.produced.values()), "host")
-        self.stream = make_stream(mem_case)
+        self.stream = make_stream(unit_mem_case(tasks, runtime.mem_of))
         self.tasks = tasks
         self.actors: dict[int, ActorHost] = {}
         self.live = 0
         self.thread: threading.Thread | None = None
+        self.woken = False  # True once the stream wakes this unit (thread units)
         # trace hooks (actorflow.trace.recorder), None = no calls at all: ``ring`` is the
         # flight recorder, a bare deque.append of messages that already exist (each one
         # handed to an actor, each one sent to another unit);
@@ -55,6 +56,7 @@ class ThreadUnit:
         self.rec = rec
         self.ring = rec.ring if rec is not None else None
         self.timed = rec if rec is not None and rec.timed else None
+        self.stream.timing = self.timed is not None  # device streams: events for device time
 
     def build(self, producer_of: dict[int, int]) -> None:
         for t in self.tasks:
@@ -63,6 +65,9 @@ class ThreadUnit:
         self.live = len(self.actors)
 
     def start(self) -> None:
+        # completions wake the loop (no polling); process units poll their socket instead
+        self.stream.set_waker(lambda: self.inbox.put(_WAKE))
+        self.woken = True
         self.thread = threading.Thread(target=self._main, name=self.name, daemon=True)
         self.thread.start()
 
@@ -93,8 +98,16 @@ class ThreadUnit:
         timed = self.timed
         for h, act in self.stream.completed():
             if timed is not None:
-                timed.act_end(act)
+                self._act_end(timed, act)
             self.execute(h, h.state.act_done(act))
+
+    def _act_end(self, timed: UnitRecorder, act: Act) -> None:
+        """Trace an asynchronous act's end, with its host launch / device times if the
+        stream measured them (device streams, from events)."""
+        timing = self.stream.act_timing(act)
+        if timing is not None:
+            timed.act_device(act, *timing)
+        timed.act_end(act)
 
     def execute(self, host: ActorHost, actions: list[Any]) -> None:
         rt = self.runtime
@@ -130,7 +143,7 @@ class ThreadUnit:
                     rt.actor_exited(a.task_id)
             for h2, act in stream.completed():
                 if timed is not None and not sync:
-                    timed.act_end(act)  # an async act counts as done when its stream says so
+                    self._act_end(timed, act)  # an async act counts as done when its stream says so
                 done = h2.state.act_done(act)
                 if pending is None:
                     pending = deque()
@@ -155,6 +168,8 @@ class _QueueSource:
             return None
         if msg is _STOP:
             self.stopped = True
+            return None
+        if msg is _WAKE:  # an act completed: the loop drains the stream next
             return None
         return msg
 
@@ -192,6 +207,9 @@ class MachineRuntime:
         self.allocator = allocator or HostAllocator()
         self.on_deliver = on_deliver
         self.batcher: Batcher | None = None  # output pieces in batches (actors/delivery.py)
+        # messages to peer units coalesced per loop turn (routing.Router with coalesce=True);
+        # the unit loop flushes it before every blocking wait
+        self.coalesced: Coalesced | None = None
         self.stopping = False
         self.error: BaseException | None = None
         self._lock = threading.Lock()
@@ -204,6 +222,9 @@ class MachineRuntime:
         self.memory: dict[int, list[dict]] = {}
         check_fits(sum(desc_bytes(d) for t in self.tasks for d in t.produced.values()),
                    f"plan '{plan.job.name}' on machine(s) {sorted(ids)} of this process")
+        self.mem_of = {d.regst_desc_id: d.mem_case for t in plan.tasks
+                       for d in t.produced.values()}
+        self.pinned = PinnedBuffers()
         for t in self.tasks:
             for d in t.produced.values():
                 self.memory[d.regst_desc_id] = self.allocator.allocate(d)
@@ -221,8 +242,20 @@ class MachineRuntime:
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
+        self.pin_copy_buffers()
         for u in self.units.values():
             u.start()
+
+    def pin_copy_buffers(self) -> None:
+        """Pin the host regsts this runtime's copy tasks copy from/to (once its memory,
+        including regsts other units produce, is in place)."""
+        self.pinned.pin(self.tasks, self.memory, self.mem_of)
+
+    def close_streams(self) -> None:
+        """Finish every unit's stream (worker threads, device streams) and unpin memory."""
+        for u in self.units.values():
+            u.stream.close()
+        self.pinned.close()
 
     def send(self, msg: Msg, from_unit: ThreadUnit | None = None) -> None:
         u = self.route.get(msg.dst)
@@ -297,6 +330,7 @@ class MachineRuntime:
                 u.thread.join(max(0.0, deadline - time.monotonic()))
                 if u.thread.is_alive():
                     raise WaitTimeout(f"unit thread {u.name} did not stop within {timeout:.1f}s")
+        self.close_streams()
         self.allocator.close()
 
     # -- client side -----------------------------------------------------------------

@@ -17,8 +17,9 @@ CONNECT = 6  # node -> unit: every machine's data-plane address
 CONNECTED = 7  # unit -> node: addresses taken, the unit runs
 STATUS = 8  # node -> unit: report your actors' wait states (hang reports)
 STATES = 9  # unit -> node: [thrd, [blocked_on() of every live actor], query id]
+BATCH = 10  # unit -> unit: several actor messages, [[header, blob count], ...] + blobs in order
 KIND_NAMES = ("MSG", "DELIVER", "ERROR", "DONE", "HELLO", "STOP", "CONNECT", "CONNECTED",
-              "STATUS", "STATES")
+              "STATUS", "STATES", "BATCH")
 
 
 def kind_name(kind: int) -> str:

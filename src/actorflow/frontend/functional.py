@@ -232,6 +232,21 @@ to_global = define("to_global", [
     ("Tensor (Tensor x, Placement? placement=None, Sbp? sbp=None)", _to_global)],
     "the same values on another placement and/or SBP (the compiler inserts boxing)")
 
-__all__ = ["add", "bias_add", "cast", "concat", "div", "exp", "identity", "matmul", "maximum",
-           "mean", "minimum", "mul", "neg", "pow", "relu", "reshape", "softmax", "sub", "sum",
-           "tanh", "to_global", "transpose"]
+def _assign(ref: Tensor, value: Tensor) -> Tensor:
+    from actorflow.frontend.job import assign_variable
+
+    return assign_variable(ref, value)
+
+
+def _assign_scalar(ref: Tensor, value: float) -> Tensor:
+    return _assign(ref, ref * 0.0 + value)
+
+
+assign = define("assign", [("Tensor (Tensor ref, Tensor value)", _assign),
+                           ("Tensor (Tensor ref, Scalar value)", _assign_scalar)],
+                "write value into variable ref (applied in piece order); returns the new "
+                "value")
+
+__all__ = ["add", "assign", "bias_add", "cast", "concat", "div", "exp", "identity", "matmul",
+           "maximum", "mean", "minimum", "mul", "neg", "pow", "relu", "reshape", "softmax", "sub",
+           "sum", "tanh", "to_global", "transpose"]

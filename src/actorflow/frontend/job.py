@@ -33,6 +33,8 @@ from actorflow.errors import ArgumentTypeError, CompileError, OpError, UsageErro
 from actorflow.frontend.placement import Placement, placement
 from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
 from actorflow.frontend.tensor import Tensor
+from actorflow.kernels.checkpoint import is_checkpoint
+from actorflow.kernels.checkpoint import read_variable as read_checkpoint_variable
 from actorflow.plan.compiler import compile_job
 from actorflow.plan.compiler.graph import JobSpec, LogicalOp, infer_op
 from actorflow.plan.model import Plan
@@ -172,7 +174,10 @@ class Job:
                                  "std": float(std)}
         if path is not None:
             attrs["init"], attrs["path"] = "file", str(Path(path).resolve())
-        if attrs["init"] not in ("zeros", "normal", "file"):
+            if is_checkpoint(path):  # a Session.save directory: any machine count loads it
+                attrs["init"], attrs["checkpoint_name"] = "checkpoint", name
+                read_checkpoint_variable(path, name, tuple(shape), np.dtype(dtype).name)
+        if attrs["init"] not in ("zeros", "normal", "file", "checkpoint"):
             raise UsageError(f"variable '{name}': init must be 'zeros', 'normal' or 'file' "
                              f"(or give path=), not {init!r}")
         if attrs["init"] == "file" and "path" not in attrs:
@@ -217,7 +222,23 @@ class Job:
         return self.spec.output_names()
 
 
-_INHERITS = ("input", "source", "to_global", "variable_part", "const_array")
+_INHERITS = ("input", "source", "to_global", "variable_part", "const_array", "assign")
+
+
+def assign_variable(ref: Tensor, value: Tensor) -> Tensor:
+    """``F.assign``: write ``value`` into variable ``ref`` each piece (see kernels/ops/assign)."""
+    job = ref.job
+    op = job._ops.get(ref.name)
+    if op is None or op.op_type != "variable_part":
+        raise UsageError(f"assign(): '{ref.name}' is not a variable of job '{job.name}'; only "
+                         "tensors made by af.variable can be assigned")
+    if tuple(value.shape) != tuple(ref.shape):
+        raise UsageError(f"assign(): value '{value.name}' has shape {tuple(value.shape)}, "
+                         f"variable '{ref.name}' has {tuple(ref.shape)}")
+    if value.dtype != ref.dtype:
+        raise UsageError(f"assign(): value '{value.name}' is {value.dtype}, variable "
+                         f"'{ref.name}' is {ref.dtype}; cast it first")
+    return job.add("assign", {"ref": ref, "value": value}, place=ref.placement, sbp=ref.sbp)
 
 
 def _default_placement() -> Placement:
@@ -291,8 +312,21 @@ def output(name: str, tensor: Tensor) -> None:
     current_job().output(name, tensor)
 
 
-def compile(job: Job, machines: int = 1, devices_per_machine: int = 1, **kw: Any) -> Plan:
-    """Lower a traced job onto ``machines`` x ``devices_per_machine`` ranks: a validated Plan."""
-    if not isinstance(job, Job):
-        raise ArgumentTypeError(f"af.compile expects a Job, not {type(job).__name__}")
-    return job.compile(machines, devices_per_machine, **kw)
+def compile(job: Job | list[Job] | tuple[Job, ...], machines: int = 1,
+            devices_per_machine: int = 1, **kw: Any) -> Plan:
+    """Lower a traced job onto ``machines`` x ``devices_per_machine`` ranks: a validated Plan.
+
+    A list of jobs gives one plan with a main job that runs them by name
+    (``Session.run("eval", feeds)``); so does one job that assigns a variable (the main
+    job's lock is what keeps its pieces in order)."""
+    from actorflow.plan.compiler.multi import compile_jobs
+
+    jobs = list(job) if isinstance(job, (list, tuple)) else [job]
+    for j in jobs:
+        if not isinstance(j, Job):
+            raise ArgumentTypeError(f"af.compile expects a Job or a list of Jobs, not "
+                                    f"{type(j).__name__}")
+    if len(jobs) == 1 and not isinstance(job, (list, tuple)) and not any(
+            o.op_type == "assign" for o in jobs[0].spec.ops):
+        return jobs[0].compile(machines, devices_per_machine, **kw)
+    return compile_jobs([j.spec for j in jobs], machines, devices_per_machine, **kw)

@@ -96,6 +96,20 @@ class TensorMethods:
     def to_global(self, placement: Placement | None = None, sbp: Any = None) -> Tensor:
         return F.to_global(self, placement, sbp)
 
+    # -- in-place updates of variables (F.assign underneath) -------------------------------
+    def assign_(self, value: Any) -> Tensor:
+        """Set this variable to ``value``; returns the new value."""
+        return F.assign(self, value)
+
+    def add_(self, other: Any) -> Tensor:
+        return F.assign(self, F.add(self, other))
+
+    def sub_(self, other: Any) -> Tensor:
+        return F.assign(self, F.sub(self, other))
+
+    def mul_(self, other: Any) -> Tensor:
+        return F.assign(self, F.mul(self, other))
+
 
 class Tensor(TensorMethods):
     """The output of one op of a job; knows its logical shape, dtype and placement."""

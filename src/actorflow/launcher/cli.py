@@ -25,7 +25,9 @@ examples:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that subcommand's module is imported and registered
+    (a worker process then skips the imports of ``plan``/``trace``/``run``: start-up time)."""
     p = argparse.ArgumentParser(
         prog="flowlaunch",
         description="Run actorflow plans on a simulated or real cluster, and inspect them.",
@@ -33,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    for name in [only] if only in SUBCOMMANDS else SUBCOMMANDS:
         importlib.import_module(f"actorflow.launcher.cmd_{name}").register(sub)
     return p
 
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if cmd_spmd.wants(argv):
         return cmd_spmd.main(argv)
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -19,13 +19,17 @@ examples:
   flowlaunch sim examples/sample_pipeline.py --machines 2
   flowlaunch sim job.plan --machines 3 --unit process --pieces 100 --out out.npz
   flowlaunch sim examples/sample_pipeline.py --machines 2 --json --log-dir logs/
+  flowlaunch sim examples/update_and_eval.py --machines 2      # build_jobs + drive
 
 Each machine is one `flowlaunch worker` process (rank 0 hosts the master); machines talk
 over tcp on 127.0.0.1.  Output pieces stream to flowlaunch (kept only for --out); a job
-file's check(outputs) hook, when present, compares them with numpy.
+file's check(outputs) hook, when present, compares them with numpy.  A file with
+build_jobs(machines) and drive(session) runs several jobs by name instead: rank 0 runs
+drive, and check(result) reads what it returned.
 
-A Python file that defines no build_plan/build_job/job is an SPMD script: N copies run with
-MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK/LOCAL_RANK set (as with --nproc-per-node N):
+A Python file that defines no build_plan/build_job/build_jobs/job is an SPMD script: N
+copies run with MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK/LOCAL_RANK set (as with
+--nproc-per-node N):
   flowlaunch sim examples/global_tensors.py --machines 4
 """
 
@@ -39,6 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="simulate more machines than this host's limit (see the error)")
     p.add_argument("--master-port", type=int, default=0,
                    help="the master's port on 127.0.0.1 (default 0: a free port)")
+    p.add_argument("--start-method", choices=["fork", "exec"], default="fork",
+                   help="fork: workers are forked from this process after it imported the "
+                        "worker once (fast start-up); exec: each worker is a fresh "
+                        "interpreter (default: fork)")
     add_run_options(p)
     p.set_defaults(func=main)
 
@@ -80,5 +88,6 @@ def main(args: argparse.Namespace) -> int:
     def local(rank: int, host: str, wargs: list[str], env: dict) -> tuple[list[str], dict]:
         return [sys.executable, "-m", "actorflow.launcher.cli", *wargs], env
 
-    cluster = Cluster(["127.0.0.1"] * args.machines, "127.0.0.1", port, local)
+    cluster = Cluster(["127.0.0.1"] * args.machines, "127.0.0.1", port, local,
+                      fork=args.start_method == "fork")
     return run_cluster(args, cluster)

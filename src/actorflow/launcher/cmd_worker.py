@@ -69,6 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--deliver", metavar="ADDRESS",
                    help="send output pieces straight to this listener (flowlaunch's output "
                         "sink; set by sim/run) instead of through the master")
+    p.add_argument("--drive", help="rank 0 of a multi-job plan: the job file whose "
+                   "drive(session) runs the jobs by name (set by sim/run)")
     p.set_defaults(func=main)
 
 
@@ -84,5 +86,5 @@ def main(args: argparse.Namespace) -> int:
         heartbeat_timeout=args.heartbeat_timeout, trace=args.trace,
         stall_timeout=args.stall_timeout, monitor=args.monitor,
         exit_on_stdin_eof=args.exit_on_stdin_eof, master_bind_all=args.master_bind_all,
-        deliver=args.deliver)
+        deliver=args.deliver, drive=args.drive)
     return run_worker(cfg)

@@ -2,7 +2,11 @@
 
 A Python job file defines ``build_plan(machines: int) -> Plan`` (a hand-built plan), or a
 job traced with ``actorflow.functional``: ``build_job(machines) -> af.Job`` or a module-level
-``job``, compiled here for the machine count.
+``job``, compiled here for the machine count; or several jobs, ``build_jobs(machines) ->
+[af.Job, ...]`` with ``drive(session)`` saying which jobs run in what order.
+``--devices-per-machine`` and ``--device`` reach a builder that takes
+``devices_per_machine`` / ``device`` parameters (the examples do), and set the devices per
+machine of the compile.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +22,6 @@ from types import ModuleType
 from typing import Any
 
 from actorflow.errors import ActorflowError, LaunchError, PlanLoadError
-from actorflow.plan.compiler import JobSpec, TracedJob, compile_traced
 from actorflow.plan.io import load_plan
 from actorflow.plan.model import Plan
 
@@ -39,7 +43,7 @@ def load_module(path: Path) -> ModuleType:
     return mod
 
 
-JOB_NAMES = ("build_plan", "build_job", "job")
+JOB_NAMES = ("build_plan", "build_job", "build_jobs", "job")
 
 
 def is_spmd_script(path: str | Path) -> bool:
@@ -65,17 +69,38 @@ def is_spmd_script(path: str | Path) -> bool:
     return True
 
 
-def load_target(path: str | Path, machines: int = 1) -> Plan:
-    """The plan to run for ``path`` on ``machines`` machines, validated."""
+DPM_ENV = "ACTORFLOW_DEVICES_PER_MACHINE"
+JOB_DEVICE_ENV = "ACTORFLOW_JOB_DEVICE"
+
+
+def job_options_from_env() -> dict[str, Any]:
+    """``--devices-per-machine`` / ``--device`` as the launcher hands them to rank 0."""
+    out: dict[str, Any] = {}
+    if os.environ.get(DPM_ENV):
+        try:
+            out["devices_per_machine"] = int(os.environ[DPM_ENV])
+        except ValueError as e:
+            raise LaunchError(f"{DPM_ENV}={os.environ[DPM_ENV]!r} is not an integer") from e
+    if os.environ.get(JOB_DEVICE_ENV):
+        out["device"] = os.environ[JOB_DEVICE_ENV]
+    return out
+
+
+def load_target(path: str | Path, machines: int = 1, devices_per_machine: int | None = None,
+                device: str | None = None) -> Plan:
+    """The plan to run for ``path`` on ``machines`` machines, validated.  ``device`` and
+    ``devices_per_machine`` go to a job file's builder when it takes them."""
     path = Path(path)
     if not path.exists():
         raise PlanLoadError(f"{path}: no such file")
     if path.suffix == ".py":
         mod = load_module(path)
+        if callable(getattr(mod, "build_jobs", None)):
+            return _compile_jobs_file(mod, path, machines)
         fn = getattr(mod, "build_plan", None)
         if fn is None:
-            return _compile_job_file(mod, path, machines)
-        plan = _call_builder(fn, "build_plan", path, machines)
+            return _compile_job_file(mod, path, machines, devices_per_machine, device)
+        plan = _call_builder(fn, "build_plan", path, machines, devices_per_machine, device)
         if not isinstance(plan, Plan):
             raise LaunchError(f"{path}: build_plan returned {type(plan).__name__}, not a Plan")
         plan.validate()
@@ -83,9 +108,16 @@ def load_target(path: str | Path, machines: int = 1) -> Plan:
     return load_plan(path)
 
 
-def _call_builder(fn: Any, name: str, path: Path, machines: int) -> Any:
-    """Call a job file's ``build_plan``/``build_job``; its own errors name the file."""
-    kwargs = {"machines": machines} if "machines" in inspect.signature(fn).parameters else {}
+def _call_builder(fn: Any, name: str, path: Path, machines: int,
+                  devices_per_machine: int | None = None, device: str | None = None) -> Any:
+    """Call a job file's ``build_plan``/``build_job`` with the options it takes; its own
+    errors name the file."""
+    params = inspect.signature(fn).parameters
+    given = {"machines": machines, "devices_per_machine": devices_per_machine, "device": device}
+    kwargs = {k: v for k, v in given.items() if v is not None and k in params}
+    if device is not None and "device" not in params:
+        raise LaunchError(f"{path}: --device {device}: {name}() takes no 'device' parameter; "
+                          "the job file fixes its own placements")
     try:
         return fn(**kwargs)
     except ActorflowError:
@@ -95,7 +127,9 @@ def _call_builder(fn: Any, name: str, path: Path, machines: int) -> Any:
                           f"{type(e).__name__}: {e}") from e
 
 
-def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
+def _compile_job_file(mod: ModuleType, path: Path, machines: int,
+                      devices_per_machine: int | None = None, device: str | None = None
+                      ) -> Plan:
     """A job file with ``build_job(machines)`` or a module-level ``job``: compile it.
 
     ``DEVICES_PER_MACHINE`` in the file sets the devices per machine (default 1) and
@@ -104,21 +138,61 @@ def _compile_job_file(mod: ModuleType, path: Path, machines: int) -> Plan:
     A job is anything carrying a ``JobSpec`` (``plan.compiler.TracedJob``), so the launcher
     compiles through ``plan`` and never imports the frontend that traced it.
     """
+    from actorflow.plan.compiler import JobSpec, TracedJob, compile_traced
+
     job = getattr(mod, "job", None)
     fn = getattr(mod, "build_job", None)
     if callable(fn):
-        job = _call_builder(fn, "build_job", path, machines)
+        job = _call_builder(fn, "build_job", path, machines, devices_per_machine, device)
     if not (isinstance(job, JobSpec)
             or (isinstance(job, TracedJob) and isinstance(job.spec, JobSpec))):
         raise LaunchError(f"{path}: a job file must define build_plan(machines), "
                           "build_job(machines) returning an af.Job, or a module-level af.Job "
                           "named 'job'")
     options = dict(getattr(mod, "COMPILE_OPTIONS", {}))  # e.g. {"unit_per_task": True}
-    return compile_traced(job, machines, int(getattr(mod, "DEVICES_PER_MACHINE", 1)), **options)
+    dpm = devices_per_machine or int(getattr(mod, "DEVICES_PER_MACHINE", 1))
+    return compile_traced(job, machines, dpm, **options)
+
+
+def _compile_jobs_file(mod: ModuleType, path: Path, machines: int) -> Plan:
+    """A multi-job file: ``build_jobs(machines)`` returns af.Jobs, compiled into one plan."""
+    from actorflow.plan.compiler import JobSpec, TracedJob
+    from actorflow.plan.compiler.multi import compile_jobs
+
+    jobs = _call_builder(mod.build_jobs, "build_jobs", path, machines)
+    specs: list[JobSpec] = [j.spec for j in (jobs if isinstance(jobs, (list, tuple)) else [])
+                            if isinstance(j, TracedJob) and isinstance(j.spec, JobSpec)]
+    if not specs or len(specs) != len(jobs):
+        raise LaunchError(f"{path}: build_jobs(machines) must return a list of af.Job, got "
+                          f"{type(jobs).__name__}")
+    options = dict(getattr(mod, "COMPILE_OPTIONS", {}))
+    return compile_jobs(specs, machines, int(getattr(mod, "DEVICES_PER_MACHINE", 1)),
+                        **options)
+
+
+def jobs_driver(path: str | Path) -> Callable[[Any], Any] | None:
+    """A multi-job file's ``drive(session)`` (None unless it defines build_jobs and drive)."""
+    path = Path(path)
+    if path.suffix != ".py" or not path.exists():
+        return None
+    mod = load_module(path)
+    if not callable(getattr(mod, "build_jobs", None)):
+        return None
+    fn = getattr(mod, "drive", None)
+    if not callable(fn):
+        raise LaunchError(f"{path}: a file with build_jobs(machines) needs drive(session), "
+                          "naming which jobs run in what order")
+    return fn
 
 
 def runnable_check(plan: Plan, source: str | Path) -> None:
-    """Reject, in one line, a plan flowlaunch cannot drive: it needs sources, not inputs."""
+    """Reject, in one line, a plan flowlaunch cannot drive: it needs sources, not inputs
+    (or, for a multi-job plan, the job file's ``drive(session)``, run by rank 0)."""
+    if plan.is_multi_job:
+        if jobs_driver(source) is None:
+            raise LaunchError(f"{source}: a multi-job plan is driven by a job file's "
+                              "drive(session); give the Python file with build_jobs and drive")
+        return
     inputs = sorted(plan.input_tasks())
     if inputs:
         raise LaunchError(

@@ -54,6 +54,7 @@ class Cluster:
     master_port: int
     spawner: Spawner
     stdin_link: bool = False  # workers stop when their stdin closes (ssh: the launcher died)
+    fork: bool = False  # local workers forked from this warm process (forked.py), not exec'd
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -62,6 +63,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unit", choices=["thread", "process"], default="thread",
                    help="execution unit per thrd_id inside each machine (default: thread)")
     p.add_argument("--pieces", type=int, help="override the sources' piece count")
+    p.add_argument("--devices-per-machine", type=int, metavar="N",
+                   help="devices per machine to compile a job file for (rank r runs on "
+                        "machine r // N, device r %% N); default: the job file's own")
+    p.add_argument("--device", choices=["cpu", "cuda"],
+                   help="device type for a job file whose build_job takes 'device'; cuda "
+                        "runs on CuPy, or on the emulated device with "
+                        "ACTORFLOW_DEVICE=emulated")
     p.add_argument("--out", help="save output pieces to this .npz (np.savez, no pickle)")
     p.add_argument("--log-dir", help="write one log file per rank here (rank<N>.log)")
     p.add_argument("--json", action="store_true",
@@ -80,8 +88,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     add_key_options(p, reads_file=False)
 
 
-def load_checked(target: str, machines: int) -> Plan:
-    plan = load_target(target, machines)
+def load_checked(target: str, machines: int, devices_per_machine: int | None = None,
+                 device: str | None = None) -> Plan:
+    if devices_per_machine is not None and devices_per_machine < 1:
+        raise LaunchError(f"--devices-per-machine must be at least 1, got {devices_per_machine}")
+    plan = load_target(target, machines, devices_per_machine, device)
     if plan.machines.count > machines:
         raise LaunchError(f"{target}: the plan is for {plan.machines.count} machines but only "
                           f"{machines} were given (use {plan.machines.count} machines)")
@@ -96,7 +107,7 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     if args.out and not Path(args.out).resolve().parent.is_dir():
         raise LaunchError(f"--out {args.out}: directory {Path(args.out).parent} does not exist")
     check_trace_dir(args)
-    plan = load_checked(args.plan, n)
+    plan = load_checked(args.plan, n, args.devices_per_machine, args.device)
     if all(h == "127.0.0.1" for h in cluster.hosts):  # every machine's regsts on this host
         check_fits(sum(bytes_per_machine(plan).values()),
                    f"{args.plan} on {n} simulated machines")
@@ -109,7 +120,16 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     master = f"{cluster.master_host}:{cluster.master_port}"
     sink_host = ("127.0.0.1" if all(h in ("127.0.0.1", "localhost") for h in cluster.hosts)
                  else local_address_towards(cluster.hosts[0]))
-    sink = OutputSink(sink_host, args.out, keep=check is not None)
+    if cluster.fork:  # fork before the sink exists: no zmq context in the parent yet
+        from actorflow.launcher.ports import free_port
+        from actorflow.transport.registry import tcp_address
+
+        sink_port = free_port(sink_host)
+        deliver = tcp_address(sink_host, sink_port)
+        sink: OutputSink | None = None
+    else:
+        sink = OutputSink(sink_host, args.out, keep=check is not None)
+        deliver = sink.address
     monitor = None
     code = 1
     try:
@@ -123,9 +143,11 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
                      "--unit", args.unit, "--run-id", run_id,
                      "--heartbeat-timeout", str(args.heartbeat_timeout),
                      "--join-timeout", str(args.join_timeout),
-                     "--connect-timeout", str(args.join_timeout), "--deliver", sink.address]
+                     "--connect-timeout", str(args.join_timeout), "--deliver", deliver]
             if rank == 0:
                 wargs.append("--monitor")  # the plan comes compiled, through the monitor
+                if plan.is_multi_job:  # rank 0 drives the jobs with the file's drive()
+                    wargs += ["--drive", str(Path(args.plan).resolve())]
             if args.pieces is not None:
                 wargs += ["--pieces", str(args.pieces)]
             if cluster.stdin_link:
@@ -133,12 +155,25 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
             wargs += trace_worker_args(args)
             wargs += key_args
             env = dict(os.environ, ACTORFLOW_RUN_ID=run_id, PYTHONUNBUFFERED="1",
-                       ACTORFLOW_DUMP_DIR=str(default_dump_dir(os.getpid())))
+                       ACTORFLOW_DUMP_DIR=str(default_dump_dir(os.getpid())),
+                       ACTORFLOW_DEVICES_PER_MACHINE=str(plan.machines.devices_per_machine))
+            if args.device:
+                env["ACTORFLOW_JOB_DEVICE"] = args.device
             if key is None:
                 env[ENV_INSECURE] = "1"
+            if cluster.fork:
+                if rank == 0:
+                    from actorflow.launcher.forked import warm_up
+
+                    warm_up()
+                sup.fork_worker(rank, host, wargs, env)
+                continue
             argv, env = cluster.spawner(rank, host, wargs, env)
             sup.spawn(rank, host, argv, env, stdin_link=cluster.stdin_link,
                       stdin_data=stdin_data)
+        sup.start_readers()
+        if sink is None:
+            sink = OutputSink(sink_host, args.out, keep=check is not None, port=sink_port)
         monitor = Monitor(cluster.master_host, cluster.master_port, n, sys.stderr,
                           show_progress=not args.quiet, plan=plan_to_bytes(plan))
         loop = RunLoop(sup, monitor, timeout=args.timeout, sink=sink)
@@ -149,7 +184,8 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     finally:
         sup.teardown()
         remove_leftovers(run_id)
-        sink.close(ok=code == 0 and monitor is not None and monitor.final is not None)
+        if sink is not None:
+            sink.close(ok=code == 0 and monitor is not None and monitor.final is not None)
     if code == 0 and final is None:
         print("flowlaunch: run failed: rank 0 exited without sending the final summary",
               file=sys.stderr)

@@ -22,8 +22,9 @@ from actorflow.transport.registry import tcp_address
 
 
 class OutputSink:
-    def __init__(self, host: str, out: str | None = None, keep: bool = False) -> None:
-        self.inbox = listen(tcp_address(host, 0), name="the launcher's output sink")
+    def __init__(self, host: str, out: str | None = None, keep: bool = False,
+                 port: int = 0) -> None:
+        self.inbox = listen(tcp_address(host, port), name="the launcher's output sink")
         self.address = self.inbox.address
         self.counts: dict[str, int] = {}
         self.writer = NpzStream(out) if out else None

@@ -107,11 +107,33 @@ class Supervisor:
             except OSError:
                 pass  # it died at once: poll() reports it like any other exit
         child = Child(rank, host, argv, popen, log, time.monotonic())
-        child.reader = threading.Thread(target=self._read, args=(child,),
-                                        name=f"flowlaunch-log-{rank}", daemon=True)
-        child.reader.start()
+        self.children.append(child)
+        self.start_readers()
+        return child
+
+    def fork_worker(self, rank: int, host: str, worker_args: list[str],
+                    env: dict[str, str]) -> Child:
+        """Fork ``flowlaunch worker`` from this (warm) process (``forked.py``).  Its log
+        reader starts with ``start_readers()``, after the last fork: fork with no thread."""
+        from actorflow.launcher.forked import fork_worker
+
+        log = None
+        if self.log_dir is not None:
+            log = open(self.log_dir / f"rank{rank}.log", "w", buffering=1)
+        proc = fork_worker(worker_args, env)
+        argv = [sys.executable, "-m", "actorflow.launcher.cli", *worker_args]  # its equal
+        child = Child(rank, host, argv, proc, log, time.monotonic())  # type: ignore[arg-type]
         self.children.append(child)
         return child
+
+    def start_readers(self) -> None:
+        """One thread per child that copies its output to the log and the console."""
+        for child in self.children:
+            if child.reader is None:
+                child.reader = threading.Thread(target=self._read, args=(child,),
+                                                name=f"flowlaunch-log-{child.rank}",
+                                                daemon=True)
+                child.reader.start()
 
     def _read(self, child: Child) -> None:
         assert child.popen.stdout is not None

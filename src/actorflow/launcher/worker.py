@@ -59,6 +59,7 @@ class WorkerConfig:
     trace: str | None = None    # record every event to this directory (trace/)
     stall_timeout: float | None = None  # watchdog: fail when no actor progressed this long
     deliver: str | None = None  # the launcher's output sink; None: outputs go to the master
+    drive: str | None = None    # rank 0 of a multi-job run: the job file whose drive() runs
 
 
 class _Signalled(BaseException):  # not an Exception: no handler may swallow it
@@ -106,9 +107,9 @@ def log(msg: str) -> None:
 def plan_source(target: str) -> Callable[[int], Plan]:
     """Rank 0's plan loader for ``world_size`` machines, checked for a launcher run."""
     def load(world_size: int) -> Plan:
-        from actorflow.launcher.jobfile import load_target, runnable_check
+        from actorflow.launcher.jobfile import job_options_from_env, load_target, runnable_check
 
-        plan = load_target(target, world_size)
+        plan = load_target(target, world_size, **job_options_from_env())
         runnable_check(plan, target)
         return plan
     return load
@@ -202,6 +203,7 @@ class _Machine:
         self.delivered = 0
         self.outputs: dict[str, int] = {}  # pieces per output name sent to the launcher
         self._out: Comm | None = None
+        self.driver: Any = None  # launcher.drive.Driver on rank 0 of a multi-job run
 
     def run(self) -> int:
         cfg, client = self.cfg, self.client
@@ -233,16 +235,25 @@ class _Machine:
         msg = client.hello(host, os.getpid(), cfg.join_timeout)
         client.start_heartbeat()  # beats on its own thread even while units start
         plan = plan_from_bytes(msg["plan"], "the plan sent by the master")
+        # LOCAL_RANK * devices_per_machine + i is the GPU of this machine's cuda:i
+        os.environ.setdefault("ACTORFLOW_DEVICES_PER_MACHINE",
+                              str(plan.machines.devices_per_machine))
         run_id = str(msg.get("run_id") or cfg.run_id)
         self.diag = Diagnostics(plan, trace=cfg.trace, stall_timeout=cfg.stall_timeout,
                                 clock_offset=client.clock.offset,
                                 clock_error=client.clock.delay / 2,
                                 plan_file=f"plan-m{cfg.rank}.plan")
+        driver = self._driver(plan)  # rank 0 of a multi-job run drives the jobs by name
         if cfg.deliver:
             self._out = connect(cfg.deliver, linger_ms=10_000,
                                 name=f"rank {cfg.rank} -> the launcher's output sink")
-        self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
-                                on_batch=self._on_batch, recorder=self.diag.recorder)
+        if driver is not None:  # the jobs' outputs and callback ticks go to its JobClient
+            self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
+                                    on_deliver=driver.client.on_deliver,
+                                    recorder=self.diag.recorder)
+        else:
+            self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,
+                                    on_batch=self._on_batch, recorder=self.diag.recorder)
         self.diag.attach(self.node.actor_states, self.node.fail)
         client.send("addr", addr=self.node.bind(host))
         peers = client.wait_for({"peers"}, cfg.join_timeout, "every machine's data address")
@@ -250,12 +261,18 @@ class _Machine:
         self.node.start()  # on this thread: unit processes die with the thread that made them
         client.send("ready")
         start = client.wait_for({"start"}, cfg.join_timeout, "the start signal")
-        self._start_sources(plan, start.get("pieces"))
+        if not plan.is_multi_job:  # a multi-job plan's main job paces every job
+            self._start_sources(plan, start.get("pieces"))
+        if driver is not None:
+            driver.start(self.node)
         deadline = time.monotonic() + cfg.run_timeout if cfg.run_timeout else None
         next_progress = 0.0
         while True:
             client.poll(0.05)
             self.node.flush_outputs()
+            if driver is not None:
+                for name, piece, arrays in driver.poll():
+                    self._emit(name, [piece], arrays)
             self._forward_results()
             if time.monotonic() >= next_progress:
                 next_progress = time.monotonic() + 0.5
@@ -264,6 +281,9 @@ class _Machine:
                 raise self.node.error
             if self.node.exited():
                 self.node.flush_outputs()
+                if driver is not None:  # its result, if it was still on its way
+                    for name, piece, arrays in driver.poll(wait=5.0):
+                        self._emit(name, [piece], arrays)
                 self._forward_results()
                 if self.node.error is not None:
                     raise self.node.error
@@ -278,6 +298,20 @@ class _Machine:
         client.send("bye")
         return EXIT_OK
 
+    def _driver(self, plan: Plan) -> Any:
+        if not plan.is_multi_job or self.cfg.rank != 0:
+            return None
+        from actorflow.launcher.drive import Driver
+        from actorflow.launcher.jobfile import jobs_driver
+
+        source = self.cfg.drive or self.cfg.target
+        fn = jobs_driver(source) if source else None
+        if fn is None:
+            raise LaunchError(f"{source or 'rank 0'}: a multi-job plan needs a job file with "
+                              "build_jobs(machines) and drive(session) to drive it (--drive)")
+        self.driver = Driver(plan, fn, str(source))
+        return self.driver
+
     def _start_sources(self, plan: Plan, pieces: int | None) -> None:
         for t in plan.tasks:
             if t.machine_id != self.cfg.rank:
@@ -291,7 +325,10 @@ class _Machine:
 
     def _on_batch(self, task: Task, piece_ids: list[int], arrays: dict) -> None:
         """Output pieces of this machine (from the node's receiver or a unit thread)."""
-        name = task.attrs.get("output_name", task.label)
+        self._emit(task.attrs.get("output_name", task.label), piece_ids, arrays)
+
+    def _emit(self, name: str, piece_ids: list[int], arrays: dict) -> None:
+        """Pieces of output ``name`` (arrays of shape ``(n, *blob)``) to the launcher."""
         if self._out is not None:  # straight to the launcher: frames by reference, no copy
             self._out.send(OUT, {"name": name, "pieces": list(piece_ids)}, arrays.items())
             self.outputs[name] = self.outputs.get(name, 0) + len(piece_ids)
@@ -338,6 +375,9 @@ class _Machine:
         self.client.send("error", error=err)  # the socket's linger delivers it on close
 
     def _close_node(self) -> None:
+        if self.driver is not None:
+            driver, self.driver = self.driver, None
+            driver.stop()
         if self.diag is not None:  # dump the flight recorder if the run failed; flush --trace
             diag, self.diag = self.diag, None
             diag.close(self.node.error if self.node is not None else None)

@@ -64,6 +64,8 @@ class PlanBuilder:
         self._inputs: list[str] = []
         self._outputs: list[str] = []
         self._comm: dict[tuple[int, int], Port] = {}  # (desc, machine) -> local copy
+        self._mem: dict[int, str] = {}  # task id -> memory its kernels use (default host)
+        self._copies: dict[tuple[int, str], Port] = {}  # (desc, memory) -> copy there
         self.num_pieces: int | None = None
 
     # -- ids -----------------------------------------------------------------------------
@@ -84,14 +86,19 @@ class PlanBuilder:
     def _produce(self, t: Task, blobs: dict[str, BlobDesc], register_num: int | None,
                  name: str = "out", is_ctrl: bool = False) -> RegstDesc:
         d = RegstDesc(self._next_desc, t.task_id, [], register_num or self.register_num,
-                      dict(blobs), is_ctrl=is_ctrl)
+                      dict(blobs), mem_case=self._mem.get(t.task_id, "host"), is_ctrl=is_ctrl)
         self._next_desc += 1
         t.produced[name] = d
         return d
 
     def _consume(self, t: Task, port: Port, key: str) -> Port:
-        """Make ``t`` consume ``port``, through a comm_net task if it crosses machines."""
+        """Make ``t`` consume ``port``, through a comm_net task if it crosses machines and
+        copy tasks where host and device memory meet (the network carries host memory)."""
+        src = self.tasks[port.task_id]
+        if src.machine_id != t.machine_id:
+            port = self._in_memory(port, src.machine_id, "host")
         port = self._local(port, t.machine_id)
+        port = self._in_memory(port, t.machine_id, self._mem.get(t.task_id, "host"))
         if port.regst_desc_id not in t.consumed_ids():
             t.consumed[key] = [port.regst_desc_id]
             d = self._desc(port)
@@ -119,6 +126,33 @@ class PlanBuilder:
         local = self._comm[key]
         return Port(local.task_id, local.regst_desc_id, port.blob, port.desc)
 
+    def _in_memory(self, port: Port, machine: int, mem: str) -> Port:
+        """``port`` in memory ``mem`` through copy_h2d / copy_d2h tasks (device-host-device)."""
+        d = self._desc(port)
+        if d.mem_case == mem:
+            return port
+        if d.mem_case != "host" and mem != "host":
+            port = self._in_memory(port, machine, "host")
+            d = self._desc(port)
+        key = (d.regst_desc_id, mem)
+        if key not in self._copies:
+            kind = "copy_d2h" if mem == "host" else "copy_h2d"
+            t = self._task(kind, machine, None, f"{kind}{d.regst_desc_id}->{mem}")
+            self._mem[t.task_id] = mem
+            t.consumed["in"] = [d.regst_desc_id]
+            d.consumer_task_ids.append(t.task_id)
+            nd = self._produce(t, d.blobs, d.register_num)
+            self._copies[key] = Port(t.task_id, nd.regst_desc_id, port.blob, port.desc)
+        c = self._copies[key]
+        return Port(c.task_id, c.regst_desc_id, port.blob, port.desc)
+
+    def _place(self, t: Task, device: int | None) -> None:
+        if device is not None:
+            if not 0 <= device < self.devices_per_machine:
+                raise ValueError(f"device {device} out of range for {self.devices_per_machine} "
+                                 "device(s) per machine")
+            self._mem[t.task_id] = f"cuda:{device}"
+
     # -- tasks ---------------------------------------------------------------------------
     def input(self, name: str, shape: tuple[int, ...], dtype: str = "float32", *,
               machine: int = 0, thrd: int | None = None, register_num: int | None = None) -> Port:
@@ -136,8 +170,10 @@ class PlanBuilder:
         return self._exec(t, op_type, {}, attrs, register_num)
 
     def op(self, op_type: str, *args: Port, machine: int = 0, thrd: int | None = None,
-           register_num: int | None = None, name: str = "", **kw: Any) -> Port:
-        """One task running one kernel.  Ports by position or argument name; the rest attrs."""
+           register_num: int | None = None, name: str = "", device: int | None = None,
+           **kw: Any) -> Port:
+        """One task running one kernel.  Ports by position or argument name; the rest attrs.
+        ``device=i`` runs it on the machine's ``cuda:i`` (copies are added around it)."""
         opdef = get_op(op_type)
         ports = {k: v for k, v in kw.items() if isinstance(v, Port)}
         attrs = {k: v for k, v in kw.items() if not isinstance(v, Port)}
@@ -146,12 +182,15 @@ class PlanBuilder:
             raise OpError(f"{op_type} takes inputs {names}, got {len(args)} positional ports")
         ports.update(zip(names, args))
         t = self._task("normal", machine, thrd, name or f"{op_type}{len(self.tasks)}")
+        self._place(t, device)
         return self._exec(t, op_type, ports, attrs, register_num)
 
     def fused(self, ops: list[tuple[str, dict[str, Any]]], x: Port, *, machine: int = 0,
-              thrd: int | None = None, register_num: int | None = None, name: str = "") -> Port:
+              thrd: int | None = None, register_num: int | None = None, name: str = "",
+              device: int | None = None) -> Port:
         """One task running a chain of unary kernels (what the compiler's merge makes)."""
         t = self._task("normal", machine, thrd, name or f"fused{len(self.tasks)}")
+        self._place(t, device)
         x = self._consume(t, x, "in")
         src = BlobRef(x.regst_desc_id, x.blob)
         cur = x.desc

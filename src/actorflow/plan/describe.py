@@ -43,27 +43,18 @@ def show(plan: Plan) -> str:
     lines = [f"plan '{j.name}': {len(plan.tasks)} tasks on {m.count} machines x "
              f"{m.devices_per_machine} devices, {pieces}",
              f"inputs {j.inputs}  outputs {j.outputs}  variables {j.variables}"]
-    by_unit: dict[int, dict[int, list[Task]]] = defaultdict(lambda: defaultdict(list))
-    for t in plan.tasks:
-        by_unit[t.machine_id][t.thrd_id].append(t)
-    total = 0
-    ndesc = 0
-    for mid in sorted(by_unit):
-        lines.append(f"machine {mid}")
-        for thrd in sorted(by_unit[mid]):
-            tasks = by_unit[mid][thrd]
-            lines.append(f"  thread {thrd} ({_thread_role(tasks)}, {len(tasks)} tasks)")
-            for t in tasks:
-                cons = t.consumed_ids()
-                lines.append(f"    task {t.task_id} {t.task_type} '{t.label}' ops: {_ops(t)}"
-                             + (f"  reads {cons}" if cons else ""))
-                for d in t.produced.values():
-                    nb = d.nbytes()
-                    total += nb
-                    ndesc += 1
-                    to = f"-> tasks {d.consumer_task_ids}" if d.consumer_task_ids else "(scratch)"
-                    lines.append(f"      regst {d.regst_desc_id} register_num {d.register_num} "
-                                 f"{_blobs(d)}  {nb} B/piece {to}")
+    total = ndesc = 0
+    if plan.is_multi_job:  # several jobs: one listing per job, then the main job drawn
+        from actorflow.plan.describe_jobs import draw_main_job, job_header
+
+        for info in plan.jobs:
+            tasks = [t for t in plan.tasks if t.job_id == info.job_id]
+            lines.append(job_header(plan, info, tasks))
+            nb, nd = _listing(tasks, lines, "  ")
+            total, ndesc = total + nb, ndesc + nd
+        lines.extend(draw_main_job(plan))
+    else:
+        total, ndesc = _listing(plan.tasks, lines, "")
     lines.append(f"total: {ndesc} regst descs, {total} B written per piece, "
                  f"{comm_bytes(plan)} B per piece cross machines")
     lines.append("task types:")
@@ -83,6 +74,31 @@ def show(plan: Plan) -> str:
         lines.append("fan-in/fan-out trees (no task reads or feeds more than the width):")
         lines.extend(f"  {what}: {how}" for what, how in trees.items())
     return "\n".join(lines)
+
+
+def _listing(tasks: list[Task], lines: list[str], pad: str) -> tuple[int, int]:
+    """Tasks by machine and thread with their regst descs; returns (bytes, descs)."""
+    by_unit: dict[int, dict[int, list[Task]]] = defaultdict(lambda: defaultdict(list))
+    for t in tasks:
+        by_unit[t.machine_id][t.thrd_id].append(t)
+    total = ndesc = 0
+    for mid in sorted(by_unit):
+        lines.append(f"{pad}machine {mid}")
+        for thrd in sorted(by_unit[mid]):
+            unit = by_unit[mid][thrd]
+            lines.append(f"{pad}  thread {thrd} ({_thread_role(unit)}, {len(unit)} tasks)")
+            for t in unit:
+                cons = t.consumed_ids()
+                lines.append(f"{pad}    task {t.task_id} {t.task_type} '{t.label}' ops: "
+                             f"{_ops(t)}" + (f"  reads {cons}" if cons else ""))
+                for d in t.produced.values():
+                    nb = d.nbytes()
+                    total += nb
+                    ndesc += 1
+                    to = f"-> tasks {d.consumer_task_ids}" if d.consumer_task_ids else "(scratch)"
+                    lines.append(f"{pad}      regst {d.regst_desc_id} register_num "
+                                 f"{d.register_num} {_blobs(d)}  {nb} B/piece {to}")
+    return total, ndesc
 
 
 def _q(s: str) -> str:

@@ -155,6 +155,7 @@ class Task:
     parallel_ctx: ParallelContext = field(default_factory=ParallelContext)
     attrs: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    job_id: int = 0  # which job of a multi-job plan the task belongs to (plan.jobs)
 
     @property
     def label(self) -> str:
@@ -175,6 +176,7 @@ class Task:
             "consumed": {k: list(v) for k, v in self.consumed.items()},
             "parallel_ctx": [self.parallel_ctx.parallel_id, self.parallel_ctx.parallel_num],
             "attrs": dict(self.attrs),
+            "job_id": self.job_id,
         }
 
     @classmethod
@@ -196,6 +198,7 @@ class Task:
             consumed={k: f.int_list(v, f"{where}.consumed[{k!r}]") for k, v in consumed.items()},
             parallel_ctx=ParallelContext(pc[0], pc[1]),
             attrs=f.plain(f.get_map(d, "attrs", where), f"{where}.attrs"),
+            job_id=f.get_int(d, "job_id", where, 0),
         )
 
 
@@ -220,20 +223,28 @@ class JobInfo:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     variables: list[str] = field(default_factory=list)
+    job_id: int = 0
+    reads: list[str] = field(default_factory=list)  # variables the job reads (multi-job plans)
+    writes: list[str] = field(default_factory=list)  # variables the job assigns
 
     def to_dict(self) -> dict:
         return {
             "name": self.name, "num_pieces": self.num_pieces, "inputs": list(self.inputs),
             "outputs": list(self.outputs), "variables": list(self.variables),
+            "job_id": self.job_id, "reads": list(self.reads), "writes": list(self.writes),
         }
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "job") -> JobInfo:
         d = f.as_map(d, where)
-        names = [f.str_list(f.get_list(d, k, where), f"{where}.{k}")
-                 for k in ("inputs", "outputs", "variables")]
+
+        def names(k: str) -> list[str]:
+            return f.str_list(f.get_list(d, k, where), f"{where}.{k}")
+
         return cls(f.get_str(d, "name", where, "job"), f.get_opt_int(d, "num_pieces", where),
-                   *names)
+                   inputs=names("inputs"), outputs=names("outputs"),
+                   variables=names("variables"), job_id=f.get_int(d, "job_id", where, 0),
+                   reads=names("reads"), writes=names("writes"))
 
 
 @dataclass
@@ -243,6 +254,13 @@ class Plan:
     job: JobInfo = field(default_factory=JobInfo)
     ctrl: dict[str, Any] = field(default_factory=dict)
     version: int = SCHEMA_VERSION
+    # several jobs in one plan (af.compile([...])): one JobInfo per job, by job_id; the
+    # last is the main job.  Empty for a single-job plan.
+    jobs: list[JobInfo] = field(default_factory=list)
+
+    @property
+    def is_multi_job(self) -> bool:
+        return bool(self.jobs)
 
     # -- lookups (plain ids only) -------------------------------------------------
     def task(self, task_id: int) -> Task:
@@ -287,6 +305,7 @@ class Plan:
             "job": self.job.to_dict(),
             "ctrl": dict(self.ctrl),
             "tasks": [t.to_dict() for t in self.tasks],
+            "jobs": [j.to_dict() for j in self.jobs],
         }
 
     @classmethod
@@ -300,4 +319,6 @@ class Plan:
             job=JobInfo.from_dict(d.get("job", {})),
             ctrl=f.plain(f.get_map(d, "ctrl", "plan"), "ctrl"),
             version=f.get_int(d, "version", "plan", SCHEMA_VERSION),
+            jobs=[JobInfo.from_dict(j, f"plan.jobs[{i}]")
+                  for i, j in enumerate(f.get_list(d, "jobs", "plan"))],
         )

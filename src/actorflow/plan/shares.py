@@ -46,7 +46,7 @@ def machine_shares(plan: Plan, machines: list[int] | None = None) -> dict[int, P
         ctrl = dict(plan.ctrl)
         ctrl["routing"] = routing
         ctrl["remote_descs"] = remote
-        shares[m] = Plan(tasks, plan.machines, plan.job, ctrl, plan.version)
+        shares[m] = Plan(tasks, plan.machines, plan.job, ctrl, plan.version, plan.jobs)
     return shares
 
 

@@ -285,9 +285,13 @@ def _check_kind(t: Task, s: Structure) -> list[str]:
 def _check_cycles(plan: Plan, source: str) -> None:
     """Reject a directed cycle: with no initial tokens, no actor on it can ever act."""
     succ: dict[int, list[int]] = {t.task_id: [] for t in plan.tasks}
+    # the main job's back edge (esac -> reentrant_lock) is the one cycle allowed: the lock
+    # acts on its start input alone, so the cycle starts without an initial token
+    back = {t.attrs.get("end_desc") for t in plan.tasks if t.task_type == "reentrant_lock"}
     for t in plan.tasks:
         for d in t.produced.values():
-            succ[t.task_id].extend(d.consumer_task_ids)
+            if d.regst_desc_id not in back:
+                succ[t.task_id].extend(d.consumer_task_ids)
     color = dict.fromkeys(succ, 0)
     for root in succ:
         if color[root]:

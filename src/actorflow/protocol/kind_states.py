@@ -21,7 +21,9 @@ class _Generator(ActorState):
     def __init__(self, task: Task, producer_of: dict[int, int]) -> None:
         super().__init__(task, producer_of)
         self.pieces_made = 0
-        self.budget: int | None = 0  # pieces allowed so far (None: unbounded)
+        # pieces allowed so far (None: unbounded); a gated source acts once per gate tick
+        self.budget: int | None = None if (
+            task.attrs.get("gated") and task.task_type == "source") else 0
         self.closed = False
 
     def blocked_on(self) -> dict[str, Any]:
@@ -50,6 +52,8 @@ class _Generator(ActorState):
     def _input_done(self) -> bool:
         if self._cons and all(c.eord and not c.ready for c in self._cons):
             return True
+        if self.attrs.get("gated"):  # a multi-job plan's identity tick paces it: only the
+            return False              # gate's EORD ends it (the client's close/stop do not)
         return self.closed and (self.budget is None or self.pieces_made >= self.budget)
 
 
@@ -64,6 +68,8 @@ class SourceState(_Generator):
             self.budget = None if n is None else int(n)
             self.closed = self.budget is not None
         elif msg.cmd == "stop":
+            if self.attrs.get("gated"):
+                return  # its gate's EORD ends it, after every admitted piece
             self.budget = self.pieces_made if self.budget is None else min(
                 self.budget, self.pieces_made)
             self.closed = True

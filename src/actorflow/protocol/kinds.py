@@ -98,5 +98,7 @@ for _kind in (
 ):
     register_kind(_kind)
 
+from actorflow.protocol import mainjob  # noqa: E402,F401  (registers the main job's kinds)
+
 __all__ = ["KINDS", "RUNNING", "AccState", "InputState", "Kind", "OutputState", "RepeatState",
            "SourceState", "TickState", "get_kind", "kind_names", "make_state", "register_kind"]

@@ -84,6 +84,10 @@ def simulate(
             post(cmd(t.task_id, "close"))
         elif t.task_type == "source":
             post(cmd(t.task_id, "start", pieces))
+        hook = getattr(states[t.task_id], "dry_run_commands", None)
+        if hook is not None:  # kinds the client drives with their own commands (main job)
+            for name, payload in hook(pieces):
+                post(cmd(t.task_id, name, payload))
     steps = 0
     while order and steps < max_steps:
         steps += 1

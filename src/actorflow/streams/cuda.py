@@ -1,63 +1,101 @@
-"""CUDA stream on CuPy: kernels launch asynchronously; an act is done when its event is.
+"""The device stream: one CUDA stream per execution unit; an act is done when its event is.
 
-Imported only when a plan has a ``cuda:i`` memory case, so CuPy is never required.  The
-unit polls ``completed()`` and sends an act's READY/ACK only after its event completed —
-the same deferred path the CPU stream takes.
+Works on CuPy and on the emulated device alike (``streams/device.py`` picks one).  ``launch``
+runs the act's kernels under ``with device, stream:`` (on a GPU they only *launch*) and
+records an event after them; ``completed`` reports acts whose events are done, in launch
+order, so the unit sends READY/ACK only after the device finished — no host sync on the
+critical path.  When the unit is traced, a start event is recorded too and
+``act_timing`` gives the host's launch time and the device's time of each act (``trace
+summary`` shows both, so a device-bound actor can be told from a host-bound one).
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-from actorflow.errors import ActorflowError
-from actorflow.streams.stream import Stream, register_stream
+from actorflow.streams.device import check_device
+from actorflow.streams.stream import STREAMS
 
 
-def import_cupy() -> Any:
-    try:
-        import cupy
-    except ImportError as e:
-        raise ActorflowError(
-            "a regst with mem_case 'cuda:i' needs CuPy; install it with "
-            "pip install 'actorflow[cuda]'") from e
-    return cupy
-
-
-class CudaStream(Stream):
+class DeviceStream:
     device = "cuda"
+    synchronous = False
+    _get_blocks = True  # get() takes blocking=False (CuPy >= 13, the emulated device)
 
     def __init__(self, device_index: int = 0) -> None:
-        cp = import_cupy()
-        self.xp = cp
+        self.handle = dev = check_device(device_index, f"a unit on cuda:{device_index}")
+        self.xp = xp = dev.xp
         self.device_index = device_index
-        with cp.cuda.Device(device_index):
-            self._stream = cp.cuda.Stream(non_blocking=True)
-        self._pending: deque[tuple[Any, Any, Any]] = deque()
+        self._device = xp.cuda.Device(dev.index)
+        self._stream = dev.new_stream()
+        self._pending: deque[tuple[Any, Any, Any, Any]] = deque()
+        self.timing = False  # set by a traced unit: record start events for device time
+        self._wake: Callable[[], None] | None = None
+        self._launch: dict[int, int] = {}  # act -> host ns spent launching it
+        self._times: dict[int, tuple[int, int]] = {}  # act -> (launch ns, device ns)
 
     def launch(self, host: Any, act: Any) -> None:
-        cp = self.xp
-        with cp.cuda.Device(self.device_index), self._stream:
+        cuda = self.xp.cuda
+        with self._device, self._stream:
+            start = None
+            if self.timing:
+                t0 = time.perf_counter_ns()
+                start = cuda.Event()
+                start.record(self._stream)
             host.run(act)
-            event = cp.cuda.Event(disable_timing=True)
-            event.record(self._stream)
-        self._pending.append((event, host, act))
+            end = cuda.Event(disable_timing=not self.timing)
+            end.record(self._stream)
+            if start is not None:
+                self._launch[id(act)] = time.perf_counter_ns() - t0
+            if self._wake is not None:  # runs once the device passed the end event
+                self._stream.launch_host_func(_wake_unit, self._wake)
+        self._pending.append((end, start, host, act))
 
-    def completed(self) -> list[Any]:
+    def completed(self) -> list[tuple[Any, Any]]:
         done = []
-        while self._pending and self._pending[0][0].done:  # in launch order
-            _, host, act = self._pending.popleft()
+        pending = self._pending
+        while pending and pending[0][0].done:  # in launch order
+            end, start, host, act = pending.popleft()
+            if start is not None:
+                ms = self.xp.cuda.get_elapsed_time(start, end)
+                self._times[id(act)] = (self._launch.pop(id(act), -1), int(ms * 1e6))
             done.append((host, act))
         return done
 
     def has_pending(self) -> bool:
         return bool(self._pending)
 
+    def to_device(self, dev: Any, host: Any) -> None:
+        """Queue a host (pinned) -> device copy on this stream."""
+        dev.set(host, stream=self._stream)
 
-def allocate_device(shape: tuple[int, ...], dtype: str, device_index: int) -> Any:
-    cp = import_cupy()
-    with cp.cuda.Device(device_index):
-        return cp.zeros(shape, dtype)
+    def to_host(self, host: Any, dev: Any) -> None:
+        """Queue a device -> host (pinned) copy on this stream (no host sync)."""
+        if self._get_blocks:
+            try:  # CuPy >= 13 blocks in get() unless told not to
+                dev.get(stream=self._stream, out=host, blocking=False)
+                return
+            except TypeError:  # older CuPy: no 'blocking'; a given stream is asynchronous
+                DeviceStream._get_blocks = False
+        dev.get(stream=self._stream, out=host)
+
+    def set_waker(self, wake: Callable[[], None]) -> None:
+        self._wake = wake
+
+    def act_timing(self, act: Any) -> tuple[int, int] | None:
+        return self._times.pop(id(act), None)
+
+    def close(self) -> None:
+        self.handle.close_stream(self._stream)
+        self._pending.clear()
 
 
-register_stream("cuda", CudaStream)
+def _wake_unit(wake: Callable[[], None]) -> None:
+    """A host function on the device stream (no CUDA calls allowed here): wake the unit."""
+    wake()
+
+
+STREAMS.register("cuda", DeviceStream)

@@ -11,6 +11,9 @@ dump, whose ring keeps order, not time):
     SEND / RECV   [code, t, type, src, dst, desc, slot, piece, seq, msg_id, cmd, payload]
     ACT_BEGIN     [code, t, task, act_id, piece, [[desc, slot], ...] reads, ... writes]
     ACT_END       [code, t, task, act_id, piece]
+    ACT_DEVICE    [code, t, task, act_id, piece, launch_ns, device_ns]  (device streams:
+                  host time launching the act, device time between its events; just
+                  before its ACT_END)
 
 Message types are the protocol's own (``protocol.messages``: READY, ACK, EORD, CMD).
 """
@@ -22,12 +25,12 @@ from typing import Any
 
 from actorflow.protocol.messages import ACK, CMD, EORD, MSG_TYPE_NAMES, READY, Msg
 
-SEND, RECV, ACT_BEGIN, ACT_END = 0, 1, 2, 3
-EVENT_NAMES = ("SEND", "RECV", "ACT_BEGIN", "ACT_END")
+SEND, RECV, ACT_BEGIN, ACT_END, ACT_DEVICE = 0, 1, 2, 3, 4
+EVENT_NAMES = ("SEND", "RECV", "ACT_BEGIN", "ACT_END", "ACT_DEVICE")
 
-__all__ = ["ACK", "ACT_BEGIN", "ACT_END", "CMD", "EORD", "EVENT_NAMES", "MSG_TYPE_NAMES",
-           "READY", "RECV", "SEND", "ActEvent", "Event", "MsgEvent", "from_row", "message_row",
-           "plain_payload"]
+__all__ = ["ACK", "ACT_BEGIN", "ACT_DEVICE", "ACT_END", "CMD", "EORD", "EVENT_NAMES",
+           "MSG_TYPE_NAMES", "READY", "RECV", "SEND", "ActEvent", "Event", "MsgEvent",
+           "from_row", "message_row", "plain_payload"]
 
 
 def plain_payload(v: Any) -> Any:
@@ -87,9 +90,10 @@ class MsgEvent:
 
 @dataclass(frozen=True, slots=True)
 class ActEvent:
-    """An act of ``task`` began (ACT_BEGIN, with its regst slots) or ended (ACT_END)."""
+    """An act of ``task`` began (ACT_BEGIN, with its regst slots), ended (ACT_END), or
+    reported its host launch and device times (ACT_DEVICE, device streams)."""
 
-    kind: int  # ACT_BEGIN or ACT_END
+    kind: int  # ACT_BEGIN, ACT_END or ACT_DEVICE
     t: int
     machine: int
     thrd: int
@@ -98,8 +102,13 @@ class ActEvent:
     piece: int
     reads: tuple[tuple[int, int], ...] = ()
     writes: tuple[tuple[int, int], ...] = ()
+    launch_ns: int = -1
+    device_ns: int = -1
 
     def describe(self) -> str:
+        if self.kind == ACT_DEVICE:
+            return (f"ACT_DEVICE task {self.task} act {self.act_id} piece {self.piece} "
+                    f"launch {self.launch_ns / 1e3:.1f} us device {self.device_ns / 1e3:.1f} us")
         if self.kind == ACT_END:
             return f"ACT_END task {self.task} act {self.act_id} piece {self.piece}"
         return (f"ACT_BEGIN task {self.task} act {self.act_id} piece {self.piece} "
@@ -118,4 +127,7 @@ def from_row(row: list, machine: int, thrd: int, shift_ns: int = 0) -> Event:
         return ActEvent(code, t, machine, thrd, row[2], row[3], row[4],
                         tuple((int(d), int(s)) for d, s in row[5]),
                         tuple((int(d), int(s)) for d, s in row[6]))
+    if code == ACT_DEVICE:
+        return ActEvent(code, t, machine, thrd, row[2], row[3], row[4],
+                        launch_ns=int(row[5]), device_ns=int(row[6]))
     return ActEvent(code, t, machine, thrd, row[2], row[3], row[4])

@@ -3,7 +3,8 @@
 Layout: one process per machine (``pid = machine + 1``), one named thread track per actor
 (``tid = task + 1``, named "task 3 relu [relu]").  Slices (``ph: X``):
 
-* an act, from ACT_BEGIN to ACT_END, args: piece, reads/writes as ``desc:slot``;
+* an act, from ACT_BEGIN to ACT_END, args: piece, reads/writes as ``desc:slot`` and, on
+  device streams, ``launch_us`` (host) and ``device_us`` (between its events);
 * a message handled by the actor (READY/ACK/EORD/CMD received), starting at its receive.
 
 A slice is stretched to cover the messages its actor sends after it (an act's READY/ACK
@@ -21,7 +22,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from actorflow.trace.events import ACT_BEGIN, ACT_END, CMD, MSG_TYPE_NAMES, RECV, SEND, ActEvent
+from actorflow.trace.events import (
+    ACT_BEGIN,
+    ACT_DEVICE,
+    ACT_END,
+    CMD,
+    MSG_TYPE_NAMES,
+    RECV,
+    SEND,
+    ActEvent,
+)
 from actorflow.trace.merge import Trace
 
 FORMAT = "actorflow-chrome"
@@ -73,6 +83,11 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
                 begun = open_acts.pop((task, ev.act_id), None)
                 if begun is not None:
                     begun.end = max(begun.end, ev.t)
+            elif ev.kind == ACT_DEVICE:  # a device act: host launch and device time
+                running = open_acts.get((task, ev.act_id))
+                if running is not None:
+                    running.args["launch_us"] = round(ev.launch_ns / 1e3, 2)
+                    running.args["device_us"] = round(ev.device_ns / 1e3, 2)
             continue
         if ev.kind == RECV:
             name = f"{MSG_TYPE_NAMES[ev.type]}" + (f" {ev.cmd}" if ev.type == CMD else "")

@@ -11,6 +11,7 @@ Layouts (``code`` from ``events``; ``t`` = ``perf_counter_ns``):
     SEND / RECV   code, t, type, src, dst, desc, slot, piece, seq, msg_id        (10 words)
     ACT_BEGIN     code, t, task, act_id, piece, n_reads, n_writes, d, s, d, s ...
     ACT_END       code, t, task, act_id, piece                                    (5 words)
+    ACT_DEVICE    code, t, task, act_id, piece, launch_ns, device_ns              (7 words)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from actorflow.errors import TraceError
-from actorflow.trace.events import ACT_BEGIN, ACT_END, RECV
+from actorflow.trace.events import ACT_BEGIN, ACT_DEVICE, ACT_END, RECV
 
 MSG_WORDS = 10
 BYTEORDER = sys.byteorder
@@ -53,6 +54,9 @@ def decode(words: Sequence[int], cmds: dict[int, tuple[str, Any]] | None = None)
             elif code == ACT_END:
                 row = list(words[i:i + 5])
                 i += 5
+            elif code == ACT_DEVICE:
+                row = list(words[i:i + 7])
+                i += 7
             else:
                 raise TraceError(f"corrupt packed trace: unknown event code {code} at word {i}")
             rows.append(row)

@@ -32,7 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from actorflow.errors import TraceError
-from actorflow.trace.events import ACT_BEGIN, ACT_END, CMD, RECV, SEND, message_row, plain_payload
+from actorflow.trace.events import (
+    ACT_BEGIN,
+    ACT_DEVICE,
+    ACT_END,
+    CMD,
+    RECV,
+    SEND,
+    message_row,
+    plain_payload,
+)
 from actorflow.trace.packed import MSG_WORDS, decode_chunk
 from actorflow.trace.tracefile import TraceWriter, plan_info, write_dump
 
@@ -87,6 +96,9 @@ class FlightUnit:
     def act_end(self, act: Any) -> None:
         pass
 
+    def act_device(self, act: Any, launch_ns: int, device_ns: int) -> None:
+        pass
+
 
 class TraceUnit:
     """Full tracing: every event timestamped and packed as int64 words (``packed.py``) into
@@ -109,6 +121,7 @@ class TraceUnit:
         cmds, cap = self.cmds, buffer_size * MSG_WORDS * 8
         now = time.perf_counter_ns
         msg, end, begin, pair = (struct.Struct(f"={n}q").pack for n in (MSG_WORDS, 5, 7, 2))
+        device = struct.Struct("=7q").pack
         lock = threading.Lock()
 
         def flush() -> None:
@@ -148,7 +161,12 @@ class TraceUnit:
             if len(buf) >= cap:
                 flush()
 
+        def act_device(a: Any, launch_ns: int, device_ns: int) -> None:
+            buf.extend(device(ACT_DEVICE, now(), a.task_id, a.act_id, a.piece_id, launch_ns,
+                              device_ns))
+
         self.send, self.recv, self.act_begin, self.act_end = send, recv, act_begin, act_end
+        self.act_device = act_device
         self.flush = flush
 
     def rows(self) -> list[list]:

@@ -14,7 +14,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from actorflow.trace.events import ACK, ACT_BEGIN, ACT_END, READY, RECV, SEND, ActEvent, MsgEvent
+from actorflow.trace.events import (
+    ACK,
+    ACT_BEGIN,
+    ACT_DEVICE,
+    ACT_END,
+    READY,
+    RECV,
+    SEND,
+    ActEvent,
+    MsgEvent,
+)
 from actorflow.trace.merge import Trace
 
 
@@ -31,6 +41,9 @@ class ActorStats:
     other_ns: int = 0
     input_by: dict[int, int] = field(default_factory=dict)  # desc -> ns
     output_by: dict[tuple[int, int], int] = field(default_factory=dict)  # (desc, consumer) -> ns
+    device_acts: int = 0  # acts with ACT_DEVICE timing (device streams)
+    launch_ns: int = 0  # host time spent launching them
+    device_ns: int = 0  # device time between their events
 
     def to_dict(self, span: int, trace: Trace) -> dict[str, Any]:
         pct = (lambda ns: round(100.0 * ns / span, 2)) if span else (lambda ns: 0.0)
@@ -48,7 +61,17 @@ class ActorStats:
             "backpressure_on": [{"regst_desc_id": d, "consumer": c,
                                  "consumer_label": trace.label(c), "pct": pct(ns)}
                                 for (d, c), ns in blocked],
+            "device": None if not self.device_acts else {
+                "acts": self.device_acts, "host_launch_pct": pct(self.launch_ns),
+                "device_busy_pct": pct(self.device_ns),
+                "launch_us_per_act": round(self.launch_ns / self.device_acts / 1e3, 2),
+                "device_us_per_act": round(self.device_ns / self.device_acts / 1e3, 2),
+                # the device waited for the host when launching took most of its time
+                "bound": "host" if self.launch_ns >= HOST_BOUND * self.device_ns else "device"},
         }
+
+
+HOST_BOUND = 0.8  # launch time / device time at which the device is waiting for the host
 
 
 def _producers(trace: Trace) -> dict[int, int]:
@@ -117,6 +140,10 @@ def _classify(st: ActorStats, evs: list, info: dict, t0: int, t1: int) -> None:
                 writing[ev.act_id] = list(ev.writes)
             elif ev.kind == ACT_END:
                 inflight.discard(ev.act_id)
+            elif ev.kind == ACT_DEVICE:
+                st.device_acts += 1
+                st.launch_ns += max(0, ev.launch_ns)
+                st.device_ns += max(0, ev.device_ns)
             continue
         if ev.kind == RECV:
             if ev.type == READY and ev.desc in avail:
@@ -297,6 +324,18 @@ def format_summary(s: dict[str, Any]) -> str:
         name = f"{link['src']} {link['src_label']} -> {link['dst']} {link['dst_label']}"
         lines.append(f"{name[:40]:<40} {link['messages']:>6} {link['p50_us']:>9.1f} "
                      f"{link['p99_us']:>9.1f}")
+    devs = [a for a in s["actors"] if a.get("device")]
+    if devs:
+        lines.append("")
+        lines.append("device actors (host launch vs device time, from events):")
+        lines.append(f"{'task':>5} {'actor':<22} {'acts':>6} {'host%':>6} {'device%':>8} "
+                     f"{'launch us':>10} {'device us':>10}  bound")
+        for a in devs:
+            d = a["device"]
+            lines.append(f"{a['task_id']:>5} {a['label'][:22]:<22} {d['acts']:>6} "
+                         f"{d['host_launch_pct']:>6.1f} {d['device_busy_pct']:>8.1f} "
+                         f"{d['launch_us_per_act']:>10.1f} {d['device_us_per_act']:>10.1f}  "
+                         f"{d['bound']} busy")
     cp = s["critical_path"]
     if cp["steps"]:
         lines.append("")

@@ -126,6 +126,14 @@ class _Endpoint:
         """The next message, or ``None`` after ``timeout`` seconds (``None``: wait forever)."""
         ms = -1 if timeout is None else int(timeout * 1000)
         sock = self._sock
+        if ms == 0 and not self._routed:  # a poll for what already waits: no option change
+            try:
+                head = sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return None
+            except zmq.ZMQError as e:
+                raise self._closed_error("receive", e) from e
+            return self._finish(None, head)
         if ms != self._rcvtimeo:
             try:
                 sock.setsockopt(zmq.RCVTIMEO, ms)
@@ -142,6 +150,11 @@ class _Endpoint:
             return None
         except zmq.ZMQError as e:
             raise self._closed_error("receive", e) from e
+        return self._finish(peer, head)
+
+    def _finish(self, peer: bytes | None, head: bytes) -> Message | None:
+        """Decode a received header and take the frames it lists (limits checked)."""
+        sock = self._sock
         limits = self.limits
         if len(head) > limits.max_frame_bytes:
             self._reject(f"a {len(head)}-byte header frame exceeds the largest frame of "

@@ -115,7 +115,13 @@ class ShmArena:
         return self.memory[desc_id]
 
     def unlink(self) -> None:
-        """Unlink every segment (units that still map them keep their pages until exit)."""
+        """Unlink every segment (units that still map them keep their pages until exit),
+        and whatever else of this run and machine a unit process left (device memory
+        handles of a unit that died before closing)."""
+        mine = f"{run_prefix(self.run_id)}m{self.machine_id}_"
+        for name in list_run_segments(self.run_id):
+            if name.startswith(mine) and name not in self.names:
+                self.names.append(name)
         for name in self.names:
             try:
                 os.unlink(os.path.join(SHM_DIR, name))

@@ -63,7 +63,9 @@ def _random_normal_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 
 def _random_normal_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    # Seeded per (seed, piece): piece i gives the same numbers wherever it runs.
+    # Seeded per (seed, piece): piece i gives the same numbers wherever it runs.  Drawn on
+    # the host with numpy's generator and copied to the device (xp.asarray), so a device
+    # gives exactly numpy's numbers (tests/gpu/test_kernels_on_device.py checks equality).
     rng = np.random.default_rng([int(attrs.get("seed", 0)), int(ctx.piece_id)])
     out = outs["out"]
     vals = rng.standard_normal(out.shape) * float(attrs.get("std", 1.0)) + float(
@@ -74,14 +76,14 @@ def _random_normal_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: 
 def _variable_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     value = ctx.state.get("value")
     out = outs["out"]
-    if value is None:
-        value = initial_variable_value(attrs)
-        ctx.state["value"] = value
+    if value is None:  # drawn / loaded on the host once, then kept where the kernel runs
+        value = ctx.state["value"] = ctx.xp.asarray(initial_variable_value(attrs))
     out[...] = value
 
 
 def initial_variable_value(attrs: Attrs) -> np.ndarray:
-    """The first value of a variable: zeros, a seeded normal draw, or a ``.npy`` file."""
+    """The first value of a variable: zeros, a seeded normal draw, a ``.npy`` file, or a
+    checkpoint directory (``Session.save``)."""
     shape, dtype = _shape_dtype(attrs)
     init = attrs.get("init", "zeros")
     if init == "zeros":
@@ -98,7 +100,15 @@ def initial_variable_value(attrs: Attrs) -> np.ndarray:
         if value.shape != shape:
             raise OpError(f"{path} holds shape {value.shape}, variable wants {shape}")
         return value.astype(dtype)
-    raise OpError(f"unknown init {init!r}; expected 'zeros', 'normal' or 'file'")
+    if init == "checkpoint":  # a directory written by Session.save (any machine count)
+        from actorflow.errors import UsageError
+        from actorflow.kernels.checkpoint import read_variable
+
+        try:
+            return read_variable(attrs["path"], attrs["checkpoint_name"], shape, dtype)
+        except UsageError as e:
+            raise OpError(str(e)) from e
+    raise OpError(f"unknown init {init!r}; expected 'zeros', 'normal', 'file' or 'checkpoint'")
 
 
 register_op(OpDef("constant", (), _constant_infer, _constant_kernel))

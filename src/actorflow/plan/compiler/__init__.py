@@ -23,13 +23,16 @@ from actorflow.plan.model import Plan
 
 def compile_job(job: JobSpec, machines: int = 1, devices_per_machine: int = 1, *,
                 merge: bool = True, unit_per_task: bool = False,
-                validate: bool = True, fan_width: int = DEFAULT_WIDTH) -> Plan:
+                validate: bool = True, fan_width: int = DEFAULT_WIDTH,
+                gated: bool = False) -> Plan:
     """Lower ``job`` onto ``machines`` x ``devices_per_machine`` ranks; return a valid Plan.
 
     ``merge=False`` keeps one task per kernel; ``unit_per_task=True`` gives every task its
     own execution unit (thread or process) instead of one per device.  ``fan_width``
     bounds fan-in and fan-out: gathers, reductions, scatters and broadcasts over more
-    pieces or machines than that go through trees of that width.
+    pieces or machines than that go through trees of that width.  ``gated=True`` leaves
+    tasks with no input unpaced: a multi-job plan paces them with the main job's identity
+    ticks (``compile_jobs``).
     """
     if machines < 1 or devices_per_machine < 1:
         raise CompileError(f"job '{job.name}': machines ({machines}) and devices_per_machine "
@@ -48,7 +51,7 @@ def compile_job(job: JobSpec, machines: int = 1, devices_per_machine: int = 1, *
         nodes = low.run()
         groups = group_nodes(nodes, merge=merge)
         emitter = Emitter(nodes, groups, machines, devices_per_machine, unit_per_task,
-                          fan_width)
+                          fan_width, gated=gated)
         tasks = emitter.run()
         ctrl: dict = {"sbp": dict(low.choices)}
         trees = {**low.boxer.trees, **emitter.relays}

@@ -37,8 +37,10 @@ IO_KINDS = ("input", "source", "output")
 
 class Emitter:
     def __init__(self, nodes: list[PNode], groups: list[list[int]], machines: int, dpm: int,
-                 unit_per_task: bool, width: int = DEFAULT_WIDTH) -> None:
+                 unit_per_task: bool, width: int = DEFAULT_WIDTH,
+                 gated: bool = False) -> None:
         self.nodes = nodes
+        self.gated = gated  # tasks with no input are paced by the main job instead
         self.groups = groups
         self.machines = machines
         self.dpm = dpm
@@ -99,7 +101,8 @@ class Emitter:
         self._plan_relays()
         for t, ids in zip(self.tasks, self.groups):
             self._wire(t, ids)
-        self._add_ticks()
+        if not self.gated:
+            self._add_ticks()
         for t in self.tasks:  # scratch descs: nobody waits for them
             for desc in t.produced.values():
                 if not desc.consumer_task_ids:

@@ -121,7 +121,7 @@ class Lowering:
         kind, attrs, op_type = op.op_type, {}, ""
         task_attrs: dict[str, Any]
         if kind == "input":
-            task_attrs = {"input_name": op.name}
+            task_attrs = {"input_name": op.attrs.get("feed_name", op.name)}
         else:
             task_attrs = {}
             if self.job.num_pieces is not None:
@@ -144,7 +144,9 @@ class Lowering:
     def _output(self, op: LogicalOp) -> None:
         src_name = op.inputs["in"]
         src = self.layouts[src_name]
-        dev = src.devices[:1]
+        # where the client takes it: the op's own rank if it has one (a multi-job plan keeps
+        # every output on rank 0), else the first device of the tensor
+        dev = self._devices(op, op.ranks)[:1] if op.ranks is not None else src.devices[:1]
         (piece,) = self.box(src_name, dev, "B")
         name = op.attrs.get("name", op.name)
         self._node("output", name, "", {}, dev[0], {"in": piece}, None,
@@ -160,6 +162,7 @@ class Lowering:
             attrs = dict(op.attrs)
             if op.op_type == "variable_part":
                 attrs["begin"], attrs["end"] = [b for b, _ in box], [e for _, e in box]
+                attrs["state_key"] = f"{op.name}@{j}"  # shared by every job naming it
             else:  # const_array: cut the value at compile time
                 full = np.asarray(attrs["value"]).reshape(shape)
                 part = full[tuple(slice(b, e) for b, e in box)]
@@ -258,7 +261,44 @@ class Lowering:
         return "[" + ", ".join(f"m{m}:d{d}" for m, d in devs) + "]"
 
 
+    def _per_part(self, op: LogicalOp) -> None:
+        """Ops on a variable in place (``assign``, the model-IO jobs' ``variable_save``/
+        ``variable_load``): one node per part of the variable, on the part's device.
+        ``assign`` reads its value boxed to the variable's own layout (never the other way
+        round); the model-IO ops read the checkpoint path broadcast to every part."""
+        ref = self._op[op.inputs["ref"]]
+        if ref.op_type != "variable_part":
+            raise CompileError(f"job '{self.job.name}': op '{op.name}' ({op.op_type}) needs a "
+                               f"variable as 'ref', but '{ref.name}' is a {ref.op_type}")
+        lay = self.layouts[ref.name]
+        arg = "value" if op.op_type == "assign" else "path"
+        pieces = self.box(op.inputs[arg], lay.devices,
+                          lay.code if op.op_type == "assign" else "B")
+        opdef = get_op(op.op_type)
+        nodes = []
+        regions: set[tuple] = set()
+        for j, dev in enumerate(lay.devices):
+            part = self.nodes[lay.nodes[j]]
+            attrs = {**op.attrs, "variable": dict(part.attrs),
+                     "state_key": part.attrs["state_key"]}
+            if op.op_type == "variable_save":  # one file per distinct region
+                region = (tuple(part.attrs["begin"]), tuple(part.attrs["end"]))
+                attrs.update(file=f"{ref.name}/part{j}.npy", skip=region in regions)
+                regions.add(region)
+            ins = {"ref": lay.nodes[j], arg: pieces[j]}
+            out = opdef.infer_checked(op.name, {k: self.nodes[v].blob for k, v in ins.items()},
+                                      attrs)["out"]
+            nodes.append(self._node("normal", f"{op.name}@{j}", op.op_type, attrs, dev, ins,
+                                    out, op.register_num, parallel=(j, len(lay.devices)),
+                                    device_type=lay.device_type))
+        code = lay.code if op.op_type != "variable_save" else "B"
+        self.layouts[op.name] = Layout(lay.devices, code, nodes, lay.device_type)
+        self.choices[op.name] = f"{lay.code} on {self._ranks_text(lay.devices)} ({op.op_type})"
+
+
 _HANDLERS = {
+    "assign": Lowering._per_part, "variable_save": Lowering._per_part,
+    "variable_load": Lowering._per_part,
     "input": Lowering._input, "source": Lowering._input,
     "to_global": Lowering._to_global, "output": Lowering._output,
 }
