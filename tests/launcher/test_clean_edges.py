@@ -12,7 +12,7 @@ import time
 import pytest
 
 from .helpers import JOBS, SAMPLE, cmdline, tagged_pids
-from .test_failures import _shm, _wait_for_line, _worker_pid
+from .test_failures import EXEC, _shm, _wait_for_line, _worker_pid
 
 
 def _ipc_dirs(run_id: str, tmp: str | None = None) -> list[str]:
@@ -69,7 +69,7 @@ def test_why_stuck_refuses_a_process_that_is_not_a_run():
 
 @pytest.mark.slow
 def test_ctrl_c_is_one_line_and_130_and_leaves_nothing(flowlaunch, tmp_path):
-    tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 2,
+    tag, p = flowlaunch.start("sim", *EXEC, JOBS / "slow_pipeline.py", "--machines", 2,
                               "--unit", "process", "--log-dir", tmp_path)
     _wait_for_line(p.stderr, "progress:", 30)
     argv = cmdline(_worker_pid(tag, 1))
@@ -88,7 +88,7 @@ def test_ctrl_c_is_one_line_and_130_and_leaves_nothing(flowlaunch, tmp_path):
 
 @pytest.mark.slow
 def test_killed_worker_leaves_no_ipc_directory(flowlaunch):
-    tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 2,
+    tag, p = flowlaunch.start("sim", *EXEC, JOBS / "slow_pipeline.py", "--machines", 2,
                               "--unit", "process")
     _wait_for_line(p.stderr, "progress:", 30)
     victim = _worker_pid(tag, 1)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from .helpers import JOBS, cmdline, tagged_pids
-from .test_failures import _shm, _wait_for_line, _worker_pid
+from .test_failures import EXEC, _shm, _wait_for_line, _worker_pid
 
 
 def _ppid(pid: int) -> int:
@@ -41,7 +41,7 @@ def _stop_and_wait(p, victim: int) -> tuple[float, str]:
 
 @pytest.mark.slow
 def test_stopped_unit_process_fails_the_run_naming_its_machine(flowlaunch):
-    tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 2,
+    tag, p = flowlaunch.start("sim", *EXEC, JOBS / "slow_pipeline.py", "--machines", 2,
                               "--unit", "process")
     _wait_for_line(p.stderr, "progress:", 30)
     worker = _worker_pid(tag, 1)
@@ -61,7 +61,7 @@ def test_stopped_unit_process_fails_the_run_naming_its_machine(flowlaunch):
 @pytest.mark.parametrize("rank", [0, 1])
 def test_stopped_worker_is_the_root_cause(flowlaunch, rank):
     """rank 0 stopped: the others lose the master, but the stopped master is named."""
-    tag, p = flowlaunch.start("sim", JOBS / "slow_pipeline.py", "--machines", 2)
+    tag, p = flowlaunch.start("sim", *EXEC, JOBS / "slow_pipeline.py", "--machines", 2)
     _wait_for_line(p.stderr, "progress:", 30)
     victim = _worker_pid(tag, rank)
     seconds, err = _stop_and_wait(p, victim)

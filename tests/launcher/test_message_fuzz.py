@@ -26,7 +26,7 @@ from .helpers import JOBS, cmdline, tagged_pids
 from .jobs.paced_sample import build_plan
 from .msg_fuzz import message
 from .stranger import listening_ports
-from .test_failures import _wait_for_line, _worker_pid
+from .test_failures import EXEC, _wait_for_line, _worker_pid
 
 PACED = JOBS / "paced_sample.py"
 OK = re.compile(r"paced_sample: 60 pieces on 2 machines in [\d.]+s .*= 0\.00e\+00 OK")
@@ -71,7 +71,7 @@ def _fuzz(ports: set[int], master: int, key: ClusterKey | None, seed: int, n: in
 ])
 def test_fuzzing_every_port_of_a_live_run(flowlaunch, unit, keyed, seed):
     port = _free_port()
-    args = ["sim", PACED, "--machines", 2, "--unit", unit, "--master-port", port]
+    args = ["sim", *EXEC, PACED, "--machines", 2, "--unit", unit, "--master-port", port]
     tag, p = flowlaunch.start(*args, *([] if keyed else ["--insecure"]))
     _wait_for_line(p.stderr, "progress:", 30)
     key = None
