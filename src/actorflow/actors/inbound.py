@@ -24,7 +24,7 @@ from actorflow.protocol.messages import ACK, CLIENT, CMD, EORD, READY, Msg
 from actorflow.transport.auth import current_key
 
 _INT_MAX = 2**63 - 1
-_CMDS = ("start", "stop", "feed", "close")
+_CMDS = ("start", "stop", "feed", "close", "send")  # send: a multi-job request's ids
 
 
 class MalformedMessage(TransportError):
