@@ -34,7 +34,12 @@ def _check(desc: dict, out: list) -> None:
 def test_random_jobs_on_devices_equal_numpy(desc):
     plan = af.compile(build(desc), machines=desc["machines"], devices_per_machine=desc["dpm"],
                       **desc["options"])
-    assert any(d.mem_case.startswith("cuda:") for t in plan.tasks for d in t.produced.values())
+    computes = any(t.exec_sequence and t.task_type not in ("source", "output")
+                   for t in plan.tasks)
+    on_device = any(d.mem_case.startswith("cuda:") for t in plan.tasks
+                    for d in t.produced.values())
+    # a job whose steps all fold away (y = x) has no op to place; every other one is on cuda
+    assert on_device or not computes, f"no regst on the device for {desc}"
     with af.Session(plan, timeout=30) as s:
         _check(desc, s.run_to_end()["y"])
 
