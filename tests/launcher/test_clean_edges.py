@@ -80,7 +80,10 @@ def test_ctrl_c_is_one_line_and_130_and_leaves_nothing(flowlaunch, tmp_path):
     assert p.returncode == 130
     assert err.strip().splitlines() == ["flowlaunch: interrupted by SIGINT; stopped 2 rank(s)"]
     assert "Traceback" not in out + err
-    assert "stopped by SIGINT" in (tmp_path / "rank1.log").read_text()  # forwarded
+    # the SIGINT is forwarded; the teardown's SIGTERM may reach a rank first (timing), and
+    # the forwarding itself is checked by test_failures' SIGINT test
+    log = (tmp_path / "rank1.log").read_text()
+    assert "stopped by SIGINT" in log or "stopped by SIGTERM" in log, log
     assert tagged_pids(tag) == []
     assert {n for n in _shm() if run_id in n} == set()
     assert _ipc_dirs(run_id) == []
