@@ -9,35 +9,16 @@ import time
 
 import numpy as np
 import pytest
+from tests.eager.steps import Step
 
 from actorflow.eager import (
     INSTRUCTION_TYPES,
-    STREAM_TYPES,
-    InstructionType,
-    StreamType,
     register_instruction_type,
-    register_stream_type,
 )
 from actorflow.eager.blob import BlobObject
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU
 from actorflow.errors import RegistryError
-
-
-class Step(InstructionType):
-    """operand: a function of nothing, run on the stream; logs its span."""
-
-    def __init__(self, stream_type: str) -> None:
-        self.stream_type = stream_type
-
-    def compute(self, instr, host):
-        instr.operand(host)
-
-
-if "test.side" not in STREAM_TYPES:
-    register_stream_type(StreamType("test.side", "cpu", "cpu"))
-    register_instruction_type("test.main.step", Step("cpu.compute"))
-    register_instruction_type("test.side.step", Step("test.side"))
 
 
 def test_write_reads_write_read_across_two_streams(vm):

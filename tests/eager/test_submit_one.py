@@ -9,33 +9,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import tests.eager.steps  # noqa: F401  (registers test.main.step / test.side.step)
 
-from actorflow.eager import (
-    STREAM_TYPES,
-    InstructionType,
-    StreamType,
-    register_instruction_type,
-    register_stream_type,
-)
 from actorflow.eager.blob import BlobObject
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU
-
-
-class _Step(InstructionType):
-    """operand: a function of the stream host, run on the stream."""
-
-    def __init__(self, stream_type: str) -> None:
-        self.stream_type = stream_type
-
-    def compute(self, instr, host):
-        instr.operand(host)
-
-
-if "test.one.side" not in STREAM_TYPES:
-    register_stream_type(StreamType("test.one.side", "cpu", "cpu"))
-    register_instruction_type("test.one.main", _Step("cpu.compute"))
-    register_instruction_type("test.one.side", _Step("test.one.side"))
 
 
 def test_submit_one_orders_across_streams_and_within_one(vm):
@@ -55,12 +33,12 @@ def test_submit_one_orders_across_streams_and_within_one(vm):
         return run
 
     b = InstructionsBuilder(vm)
-    b.call("test.one.side", CPU, "w1", step("w1", 0.15, 1.0), [], [blob])
-    b.call("test.one.main", CPU, "r1", step("r1", 0.15), [blob], [])
-    b.call("test.one.main", CPU, "w2", step("w2", 0.0, 2.0), [], [blob])  # same stream WAR
-    b.call("test.one.side", CPU, "r2", step("r2", 0.1), [blob], [])  # other stream RAW
-    b.call("test.one.side", CPU, "w3", step("w3", 0.0, 3.0), [], [blob])  # same stream WAR
-    b.call("test.one.main", CPU, "r3", step("r3", 0.0), [blob], [])  # other stream RAW
+    b.call("test.side.step", CPU, "w1", step("w1", 0.15, 1.0), [], [blob])
+    b.call("test.main.step", CPU, "r1", step("r1", 0.15), [blob], [])
+    b.call("test.main.step", CPU, "w2", step("w2", 0.0, 2.0), [], [blob])  # same stream WAR
+    b.call("test.side.step", CPU, "r2", step("r2", 0.1), [blob], [])  # other stream RAW
+    b.call("test.side.step", CPU, "w3", step("w3", 0.0, 3.0), [], [blob])  # same stream WAR
+    b.call("test.main.step", CPU, "r3", step("r3", 0.0), [blob], [])  # other stream RAW
     instrs = list(b.instructions)
     t = time.monotonic()
     for i in instrs:
