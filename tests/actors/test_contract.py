@@ -50,15 +50,7 @@ class Combo:
         return i % self.machines
 
 
-# Known race, under investigation: thread-unit machines over tcp with the deferred stream
-# sometimes deliver a later piece's numbers (seen under load, test_chain register_num 3).
-RACE = pytest.mark.xfail(reason="known race: tcp thread-unit nodes + deferred stream can "
-                         "deliver a later piece's data under load (closing note)", strict=False)
-
-
-@pytest.fixture(params=[pytest.param((c, s), marks=RACE) if c.startswith("tcp-")
-                        and s == "deferred" else (c, s)
-                        for c in sorted(COMBOS) for s in STREAMS],
+@pytest.fixture(params=[(c, s) for c in sorted(COMBOS) for s in STREAMS],
                 ids=lambda p: f"{p[0]}-{p[1]}")
 def combo(request, monkeypatch) -> Combo:
     name, stream = request.param

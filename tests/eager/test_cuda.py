@@ -43,7 +43,7 @@ needs_cuda = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
 @pytest.mark.skipif(REASON is None or importlib.util.find_spec("cupy") is not None,
-                    reason="a CUDA device exists here")
+                    reason="a CUDA device (CuPy, or the emulated one) is available here")
 def test_without_a_cuda_device_the_error_says_what_to_install(monkeypatch):
     monkeypatch.delenv("ACTORFLOW_DEVICE", raising=False)
     with pytest.raises(ActorflowError, match="CuPy"):

@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from actorflow.actors.delivery import Batcher
@@ -95,11 +95,10 @@ class ThreadUnit:
         self.execute(host, host.state.handle(msg))
 
     def _drain_stream(self) -> None:
-        timed = self.timed
-        for h, act in self.stream.completed():
-            if timed is not None:
-                self._act_end(timed, act)
-            self.execute(h, h.state.act_done(act))
+        """Finish the acts the stream completed, in completion order: ``execute`` is the one
+        place that takes completions, so acts that complete while earlier ones' messages go
+        out queue behind them (a READY's seq follows its act's order)."""
+        self.execute(None, ())
 
     def _act_end(self, timed: UnitRecorder, act: Act) -> None:
         """Trace an asynchronous act's end, with its host launch / device times if the
@@ -109,7 +108,7 @@ class ThreadUnit:
             timed.act_device(act, *timing)
         timed.act_end(act)
 
-    def execute(self, host: ActorHost, actions: list[Any]) -> None:
+    def execute(self, host: ActorHost | None, actions: Sequence[Any]) -> None:
         rt = self.runtime
         send = rt.send
         ring, timed = self.ring, self.timed
