@@ -15,6 +15,7 @@ with ``UnitLost`` naming the unit, machine, pid and signal; ``close`` stops ever
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import signal
 import subprocess
@@ -68,6 +69,7 @@ class ProcessHosting:
         self.unit_addrs = {k: ipc_address(self.tmpdir, f"u{k[1]}") for k in view.units}
         # STATUS queries go to a unit's helper thread (actors/unit_status.py)
         self.ctl_addrs = {k: ipc_address(self.tmpdir, f"u{k[1]}-ctl") for k in view.units}
+        self.token = secrets.token_bytes(uw.TOKEN_BYTES)  # control messages carry it (unit_wire)
         self.arena = ShmArena(node.run_id, self.mid)
         try:
             descs = [d for t in view.tasks for d in t.produced.values()]
@@ -120,6 +122,7 @@ class ProcessHosting:
             "trace": rec.trace_config() if (rec := self.node.recorder) is not None else None,
             # the run's CURVE key: on the unit's stdin like the rest, never argv or env
             "cluster_key": ck.to_bytes() if (ck := current_key()) is not None else None,
+            "token": self.token,
         }
         for key in self.view.units:
             p = subprocess.Popen([sys.executable, "-m", "actorflow.actors.process_unit"],
@@ -139,7 +142,7 @@ class ProcessHosting:
         """Give every unit all machines' addresses; return once each has them."""
         addrs = {str(k): v for k, v in self.node.machine_addrs.items()}
         for addr in self.unit_addrs.values():
-            self.router.send_to(addr, uw.CONNECT, addrs)
+            self.router.send_to(addr, uw.CONNECT, uw.seal(self.token, addrs))
         self._wait_units(self.connected, "take the machines' addresses")
 
     def _wait_units(self, seen: set[int], what: str) -> None:
@@ -169,7 +172,10 @@ class ProcessHosting:
             self.router.send(msg)  # on to the unit process: header only
 
     def unit_message(self, m: Message) -> None:
-        kind, body = m.kind, m.body
+        """A unit's report; one without the node's token is rejected (the node's listener is
+        reachable from other machines, and with ``--insecure`` from anyone)."""
+        kind = m.kind
+        body = uw.unseal(self.token, m.body, kind)
         if kind == uw.DELIVER:  # a batch of output pieces: [task, [piece ids]] + frames
             self.node.delivered(self.view.plan.task(int(body[0])), body[1], m.views())
         elif kind in (uw.HELLO, uw.CONNECTED, uw.DONE):
@@ -207,6 +213,10 @@ class ProcessHosting:
                     continue
                 reported.add(key)
                 if rc == 0:  # finished (its DONE is here or on its way) or was stopped
+                    if not self._done_soon(key):
+                        self.node.fail(UnitLost(
+                            f"machine {self.mid}: {self.unit_label(key)} exited before its "
+                            "actors finished, without an error or a DONE report"))
                     continue
                 if rc == 1:  # it reported an error: give the message a moment to arrive
                     end = time.monotonic() + _ERROR_GRACE
@@ -219,6 +229,16 @@ class ProcessHosting:
                 self.node.fail(UnitLost(f"machine {self.mid}: {self.unit_label(key)} {how} "
                                         "before its actors finished"))
             time.sleep(0.05)
+
+    def _done_soon(self, key: tuple[int, int]) -> bool:
+        """True once a unit that exited with code 0 reported DONE, or the node is stopping
+        anyway (a STOP from the node also ends a unit with code 0)."""
+        end = time.monotonic() + _ERROR_GRACE
+        while time.monotonic() < end:
+            if key[1] in self.done or self._closing or self.node.error is not None:
+                return True
+            time.sleep(0.02)
+        return False
 
     def _check_frozen(self, key: tuple[int, int], p: subprocess.Popen,
                       since: dict[tuple[int, int], float], reported: set) -> None:
@@ -237,7 +257,7 @@ class ProcessHosting:
     def stop(self, error: BaseException) -> None:
         for addr in self.unit_addrs.values():
             try:
-                self.router.send_to(addr, uw.STOP, None)
+                self.router.send_to(addr, uw.STOP, uw.seal(self.token, None))
             except ActorflowError:
                 pass
         self._all_done.set()

@@ -33,7 +33,7 @@ from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_loop import run_unit
 from actorflow.actors.unit_status import StatusResponder
-from actorflow.errors import ActorflowError, KernelError, MessageRejected
+from actorflow.errors import ActorflowError, KernelError, MessageRejected, ProtocolError
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Task
 from actorflow.protocol.messages import Msg
@@ -58,6 +58,7 @@ class ProcessUnit:
         self.thrd_id = tid = int(cfg["thrd_id"])
         self.name = f"machine {mid} unit {tid}"
         self.node_addr = cfg["node_addr"]
+        self.token = bytes(cfg["token"])  # the node's: control messages carry it (unit_wire)
         self.outbox = Outbox(self.name)
         plan = plan_from_bytes(cfg["plan"], f"<{self.name} config>")
         view = MachineView(plan, mid)
@@ -108,11 +109,21 @@ class ProcessUnit:
             if m is None or m is _DROPPED:
                 continue
             if m.kind == uw.CONNECT:
-                self.router.set_machine_addrs({int(k): v for k, v in m.body.items()})
+                ok, body = self._control(m)
+                if not ok:
+                    continue
+                try:
+                    addrs = {int(k): str(v) for k, v in body.items()}
+                except (AttributeError, TypeError, ValueError) as e:
+                    raise ProtocolError(f"{self.name}: CONNECT from the node is not a map of "
+                                        f"machine addresses: {body!r:.80}") from e
+                self.router.set_machine_addrs(addrs)
                 self.report(uw.CONNECTED, [self.thrd_id])
                 return
             if m.kind == uw.STOP:
-                raise Stopped
+                if self._control(m)[0]:
+                    raise Stopped
+                continue
             self.early.append(m)
         raise Stopped
 
@@ -120,14 +131,16 @@ class ProcessUnit:
         """A wire message -> the actor messages to handle now, in order."""
         if m.kind == uw.BATCH:
             try:
-                return land_batch(m, self._land, self.name)
+                return land_batch(m, self._land, self.name, self._check_head)
             except MessageRejected as e:  # a malformed batch: dropped, or with the key an error
                 err = self.inbound.reject(str(e))
                 if self.inbound.strict:
                     raise err from e
                 return []
         if m.kind == uw.STOP:
-            raise Stopped
+            if self._control(m)[0]:
+                raise Stopped
+            return []
         if m.kind != uw.MSG:  # units take only actor messages (and STOP)
             err = self.inbound.reject(f"message kind {m.kind!r:.20}")
             if self.inbound.strict:
@@ -135,6 +148,17 @@ class ProcessUnit:
             return []
         msg = self._land(m)
         return [] if msg is None else [msg]
+
+    def _control(self, m: Message) -> tuple[bool, Any]:
+        """``(True, body)`` of a control message from the node; ``(False, None)`` for one
+        without the node's token: dropped and counted, or with the run's key an error."""
+        try:
+            return True, uw.unseal(self.token, m.body, m.kind)
+        except MessageRejected as e:
+            err = self.inbound.reject(str(e))
+            if self.inbound.strict:
+                raise err from e
+            return False, None
 
     def _land(self, m: Message) -> Msg | None:
         """Validate (actors/inbound.py), then land: a malformed message is never landed."""
@@ -145,9 +169,14 @@ class ProcessUnit:
     def _check(self, m: Message) -> Msg | None:
         """The validated actor message; a malformed one is dropped (None), or with the run's
         key (only the run's own processes can send) fails this unit naming its sender."""
+        return self._check_head(m.body, m.metas, m.frames)
+
+    def _check_head(self, body: Any, metas: list | None = None,
+                    frames: list | tuple = ()) -> Msg | None:
+        """``_check`` of one header (and blobs): also each entry of a BATCH."""
         try:
-            src = m.body[1] if isinstance(m.body, list) and len(m.body) > 1 else "?"
-            return self.inbound.check(m.body, m.metas, m.frames, f"claiming task {src!r:.20}")
+            src = body[1] if isinstance(body, list) and len(body) > 1 else "?"
+            return self.inbound.check(body, metas, list(frames), f"claiming task {src!r:.20}")
         except MalformedMessage:
             if self.inbound.strict:
                 raise
@@ -165,7 +194,7 @@ class ProcessUnit:
             return _DROPPED
 
     def report(self, kind: int, body: Any, arrays: list | tuple = ()) -> None:
-        self.router.send_to(self.node_addr, kind, body, arrays)
+        self.router.send_to(self.node_addr, kind, uw.seal(self.token, body), arrays)
 
     def _deliver(self, task: Task, piece_ids: list[int], arrays: dict) -> None:
         self.report(uw.DELIVER, [task.task_id, piece_ids], list(arrays.items()))
@@ -189,6 +218,10 @@ class ProcessUnit:
             except MessageRejected:  # already failed: anything but STOP is ignored
                 continue
             if m is not None and m.kind == uw.STOP:
+                try:
+                    uw.unseal(self.token, m.body, m.kind)
+                except MessageRejected:
+                    continue  # not the node's
                 return
 
     def dump_failure(self, body: dict) -> None:
@@ -296,7 +329,7 @@ def main() -> int:
         body = error_body(e, where)
         if unit is None:  # could not even build: tell the node through a fresh socket
             out = Outbox(where)
-            out.send(cfg["node_addr"], uw.ERROR, body)
+            out.send(cfg["node_addr"], uw.ERROR, uw.seal(bytes(cfg.get("token") or b""), body))
             out.close(linger_ms=2000)
             return 1
         unit.dump_failure(body)

@@ -116,7 +116,8 @@ class ThreadUnit:
         sync = stream.synchronous
         local, mine = self.local, self.actors
         pending: deque | None = None  # made only when an act completes (no per-call alloc)
-        h, acts = host, actions
+        h: Any = host  # None only with no actions (a drain of the stream)
+        acts = actions
         while True:
             for a in acts:
                 tp = type(a)

@@ -7,6 +7,11 @@ rest are a unit process's reports to its node and the node's orders to its units
 
 from __future__ import annotations
 
+import hmac
+from typing import Any
+
+from actorflow.errors import MessageRejected
+
 MSG = 0  # an actor message (READY/ACK/EORD/CMD)
 DELIVER = 1  # unit -> node: an output piece [task_id, piece_id] + blobs
 ERROR = 2  # unit -> node: a failure {"type": ..., ...}
@@ -24,3 +29,25 @@ KIND_NAMES = ("MSG", "DELIVER", "ERROR", "DONE", "HELLO", "STOP", "CONNECT", "CO
 
 def kind_name(kind: int) -> str:
     return KIND_NAMES[kind] if 0 <= kind < len(KIND_NAMES) else f"kind {kind}"
+
+
+# A unit process's listener is also reachable from other machines (and, with ``--insecure``,
+# from anyone who can reach the port), so everything but actor messages carries the node's
+# token: a per-node secret handed to each unit on its stdin, never sent over tcp (node and
+# units talk over ipc:// in the node's 0700 directory).  A stranger cannot stop a unit,
+# redirect it, or report on its behalf.
+TOKEN_BYTES = 16
+
+
+def seal(token: bytes, body: Any) -> list:
+    """The body of a node <-> unit control message: ``[token, body]``."""
+    return [token, body]
+
+
+def unseal(token: bytes, sealed: Any, kind: int) -> Any:
+    """The body of a control message, or ``MessageRejected`` if it lacks the node's token."""
+    if (not isinstance(sealed, list) or len(sealed) != 2 or not isinstance(sealed[0], bytes)
+            or not hmac.compare_digest(sealed[0], token)):
+        raise MessageRejected(f"{kind_name(kind)} message without the node's token "
+                              "(not from this machine's node or units)")
+    return sealed[1]
