@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actorflow.collective.boxing import local_shape, rebox, region
-from actorflow.plan.compiler.boxing import piece_box
+from actorflow.sbp_geometry import piece_box
 
 from .ranks import run_ranks
 
@@ -89,7 +89,7 @@ def test_every_same_placement_pair_on_three_ranks_with_uneven_splits():
 
 
 @given(n=st.integers(1, 40), p=st.integers(1, 8), code=st.sampled_from(["S0", "S1", "B"]))
-def test_the_geometry_is_the_compilers(n, p, code):
+def test_regions_are_the_shared_split_geometry(n, p, code):
     shape = (n, n + 3)
     ranks = tuple(range(p))
     for i in ranks:

@@ -14,9 +14,9 @@ tasks):
 Between different placements the source ranks first make the tensor whole (B) among
 themselves, then every destination rank receives just its region from one source rank (its
 own copy when it is a source too) in one all-to-all over the union of the two placements.
-Ranks outside the destination placement get ``None``.  Split pieces follow the compiler's
-rule: piece ``i`` of ``p`` along an axis of ``n`` holds ``[n*i//p, n*(i+1)//p)`` (tests
-check both agree).
+Ranks outside the destination placement get ``None``.  Split pieces follow
+``actorflow.sbp_geometry``, the rule the compiler's boxing uses too: piece ``i`` of ``p``
+along an axis of ``n`` holds ``[n*i//p, n*(i+1)//p)``.
 """
 
 from __future__ import annotations
@@ -27,12 +27,9 @@ import numpy as np
 
 from actorflow.collective.group import ProcessGroup
 from actorflow.errors import UsageError
+from actorflow.sbp_geometry import piece_box, split_axis
 
 Layout = tuple[tuple[int, ...], str]  # (placement ranks, SBP code)
-
-
-def split_axis(code: str) -> int | None:
-    return int(code[1:]) if code.startswith("S") else None
 
 
 def region(shape: Sequence[int], layout: Layout, rank: int) -> tuple[slice, ...] | None:
@@ -40,12 +37,8 @@ def region(shape: Sequence[int], layout: Layout, rank: int) -> tuple[slice, ...]
     ranks, code = layout
     if rank not in ranks:
         return None
-    box = [slice(0, n) for n in shape]
-    axis = split_axis(code)
-    if axis is not None:
-        p, i, n = len(ranks), ranks.index(rank), shape[axis]
-        box[axis] = slice(n * i // p, n * (i + 1) // p)
-    return tuple(box)
+    box = piece_box(tuple(shape), code, len(ranks), ranks.index(rank))
+    return tuple(slice(b, e) for b, e in box)
 
 
 def local_shape(shape: Sequence[int], layout: Layout, rank: int) -> tuple[int, ...] | None:

@@ -12,7 +12,8 @@ really has): overlaps of two splits of one axis come from a sweep over their sor
 boundaries, and the cost the SBP chooser needs is computed in closed form, without
 building a plan.  A boxing whose direct form would give one task more than ``width``
 inputs, or slice one source piece more than ``width`` times, goes through a tree instead
-(``trees``); its cost is priced for that tree.
+(``trees``); its cost is priced for that tree.  Where each piece lies is the rule of
+``actorflow.sbp_geometry``, which run-time collectives follow too.
 """
 
 from __future__ import annotations
@@ -22,29 +23,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from actorflow.plan.compiler.trees import tree_levels
+from actorflow.sbp_geometry import Box, piece_box, split_axis, split_bounds
 
-Box = tuple[tuple[int, int], ...]  # (begin, end) per axis
 Device = tuple[int, int]  # (machine_id, device index)
 Overlap = tuple[int, int, int, int]  # (source piece, destination piece, begin, end)
-
-
-def split_axis(code: str) -> int | None:
-    return int(code[1:]) if code[0] == "S" else None
-
-
-def split_bounds(n: int, p: int) -> tuple[int, ...]:
-    """The ``p + 1`` boundaries of ``n`` elements split over ``p`` pieces (sizes differ by 1)."""
-    return tuple(n * i // p for i in range(p + 1))
-
-
-def piece_box(shape: tuple[int, ...], code: str, p: int, i: int) -> Box:
-    """The region of the logical tensor that piece ``i`` of ``p`` holds (all of it for B/P)."""
-    box = [(0, n) for n in shape]
-    axis = split_axis(code)
-    if axis is not None:
-        n = shape[axis]
-        box[axis] = (n * i // p, n * (i + 1) // p)
-    return tuple(box)
 
 
 def valid_code(shape: tuple[int, ...], code: str, p: int) -> bool:
