@@ -10,11 +10,24 @@ import json
 import time
 
 import numpy as np
+import pytest
 
 from .helpers import JOBS
 
 JOB = JOBS / "stream_pieces.py"
 WIDTH = 2048  # float64: 16 KiB per piece
+
+
+def _sample_rss(p, limit: float) -> list[int]:
+    """The launcher's RSS (KiB) every 20 ms until it exits (or ``limit`` s pass)."""
+    samples = []
+    deadline = time.monotonic() + limit
+    while p.poll() is None and time.monotonic() < deadline:
+        rss = _rss_kib(p.pid)
+        if rss is not None:
+            samples.append(rss)
+        time.sleep(0.02)
+    return samples
 
 
 def _rss_kib(pid: int) -> int | None:
@@ -31,13 +44,7 @@ def _rss_kib(pid: int) -> int | None:
 def test_launcher_memory_stays_flat_without_out(flowlaunch):
     pieces = 40_000  # 625 MiB of output through the launcher
     _tag, p = flowlaunch.start("sim", JOB, "--pieces", str(pieces), "--json", "--quiet")
-    samples = []
-    deadline = time.monotonic() + 120
-    while p.poll() is None and time.monotonic() < deadline:
-        rss = _rss_kib(p.pid)
-        if rss is not None:
-            samples.append(rss)
-        time.sleep(0.02)
+    samples = _sample_rss(p, 120)
     out, err = p.communicate(timeout=30)
     assert p.returncode == 0, err
     summary = json.loads(out)
@@ -67,3 +74,34 @@ def test_out_is_written_as_pieces_arrive_and_reads_back(flowlaunch, tmp_path):
     assert y.shape == (pieces, WIDTH) and y.dtype == np.float64
     np.testing.assert_array_equal(y, np.arange(WIDTH) + np.arange(pieces)[:, None])
     assert [f.name for f in tmp_path.iterdir()] == ["y.npz"]  # no spill files left
+
+
+@pytest.mark.slow
+def test_a_million_pieces_stream_to_out_with_flat_memory(flowlaunch, tmp_path):
+    """10**6 pieces of 128 bytes (122 MiB) through the launcher into ``--out``: its memory
+    does not grow with the pieces, and the file holds every piece with its numbers."""
+    pieces, width = 1_000_000, 16
+    out = tmp_path / "y.npz"
+    _tag, p = flowlaunch.start("sim", JOBS / "tiny_pieces.py", "--pieces", str(pieces),
+                               "--unit", "thread", "--out", out, "--json", "--quiet")
+    samples = _sample_rss(p, 240)
+    stdout, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert json.loads(stdout)["outputs"] == {"y": pieces}
+    assert len(samples) > 100, "the run was too short to sample"
+    data_mib = pieces * width * 8 / 2**20
+    quarter = len(samples) // 4
+    settled = min(samples[quarter:2 * quarter]) / 1024  # after start-up, a quarter in
+    growth_mib = max(samples[2 * quarter:]) / 1024 - settled
+    # a launcher that held the pieces (or a Python int per piece id) would grow by the
+    # data's size (122 MiB) or more; building the .npz at the end takes ~16 MiB of buffers
+    # whatever the number of pieces
+    assert growth_mib < data_mib / 4, (
+        f"launcher RSS grew by {growth_mib:.0f} MiB over the second half of "
+        f"{data_mib:.0f} MiB of output (from {settled:.0f} MiB)")
+    with np.load(out) as got:
+        y = got["y"]
+    assert y.shape == (pieces, width) and y.dtype == np.int64
+    np.testing.assert_array_equal(y[:, 0], np.arange(pieces))
+    np.testing.assert_array_equal(y[:, 1:] - y[:, :1], np.broadcast_to(np.arange(1, width),
+                                                                       (pieces, width - 1)))

@@ -6,6 +6,11 @@ path.  Without ``--out`` the sink counts pieces and keeps none (memory stays fla
 long the run); with ``--out`` it appends each batch to the file as it arrives
 (``npz_stream``); only a job file's ``check(outputs)`` hook makes it keep pieces, since the
 hook needs them.
+
+Flow control: the sink's socket and each worker's socket to it hold at most ``OUT_QUEUE``
+batches; when both are full a worker's send waits (its output actors, then the pipeline,
+slow down to the launcher's pace) instead of the batches piling up in memory.  A send that
+waits ``OUT_SEND_TIMEOUT`` s fails the run naming the sink.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import numpy as np
 
 from actorflow.errors import MessageRejected
 from actorflow.launcher.npz_stream import NpzStream
-from actorflow.launcher.wire import OUT
+from actorflow.launcher.wire import OUT, OUT_QUEUE
 from actorflow.transport.comm import listen
 from actorflow.transport.registry import tcp_address
 
@@ -24,7 +29,8 @@ from actorflow.transport.registry import tcp_address
 class OutputSink:
     def __init__(self, host: str, out: str | None = None, keep: bool = False,
                  port: int = 0) -> None:
-        self.inbox = listen(tcp_address(host, port), name="the launcher's output sink")
+        self.inbox = listen(tcp_address(host, port), name="the launcher's output sink",
+                            queue=OUT_QUEUE)
         self.address = self.inbox.address
         self.counts: dict[str, int] = {}
         self.writer = NpzStream(out) if out else None

@@ -16,6 +16,11 @@ from actorflow.transport.comm import Message
 
 CTRL = 1  # a control message (master <-> workers, master <-> the launcher's monitor)
 OUT = 2  # worker -> the launcher's output sink: {"name", "pieces": [ids]} + blob frames
+# batches (of up to 256 pieces / 8 MiB) that may wait on each side of a worker -> sink link
+# before a worker's send waits: flow control, so a slow launcher slows the run down
+# instead of holding its output in memory
+OUT_QUEUE = 4
+OUT_SEND_TIMEOUT = 120.0  # s a worker's send may wait for room before the run fails
 
 
 def body_of(m: Message, source: str = "peer") -> dict[str, Any]:

@@ -27,7 +27,7 @@ from actorflow.errors import ActorflowError, KernelError, LaunchError
 from actorflow.launcher.client import Aborted, ControlClient
 from actorflow.launcher.master import ControlMaster
 from actorflow.launcher.ports import local_address_towards
-from actorflow.launcher.wire import OUT
+from actorflow.launcher.wire import OUT, OUT_QUEUE, OUT_SEND_TIMEOUT
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Plan, Task
 from actorflow.trace.diagnostics import Diagnostics
@@ -245,7 +245,8 @@ class _Machine:
                                 plan_file=f"plan-m{cfg.rank}.plan")
         driver = self._driver(plan)  # rank 0 of a multi-job run drives the jobs by name
         if cfg.deliver:
-            self._out = connect(cfg.deliver, linger_ms=10_000,
+            self._out = connect(cfg.deliver, linger_ms=10_000, queue=OUT_QUEUE,
+                                send_timeout=OUT_SEND_TIMEOUT,
                                 name=f"rank {cfg.rank} -> the launcher's output sink")
         if driver is not None:  # the jobs' outputs and callback ticks go to its JobClient
             self.node = MachineNode(plan, cfg.rank, unit=cfg.unit, run_id=run_id,

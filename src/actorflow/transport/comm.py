@@ -219,6 +219,11 @@ class _Endpoint:
     def _closed_error(self, what: str, e: zmq.ZMQError) -> TransportError:
         if self.closed or e.errno == zmq.ENOTSOCK:
             return CommClosed(f"{self.name}: {what} on a closed endpoint ({self.address})")
+        if e.errno == zmq.EAGAIN and what == "send":  # flow control: the queue stayed full
+            return TransportError(
+                f"{self.name}: {self.address} took no message for "
+                f"{getattr(self, 'send_timeout', None) or 0:g}s (its queue stayed full: "
+                "the receiver is stuck or far too slow)")
         return TransportError(f"{self.name}: {what} at {self.address} failed: {e}")
 
     def close(self, linger_ms: int = 0) -> None:
@@ -234,11 +239,13 @@ class Listener(_Endpoint):
 
     def __init__(self, address: str, pattern: str = "pull", *,
                  security: Security = NO_SECURITY, limits: Limits = DEFAULT_LIMITS,
-                 name: str = "", plane: str = "data") -> None:
+                 name: str = "", plane: str = "data", queue: int = 0) -> None:
+        """``queue``: messages that may wait here (0: unbounded, as the actor protocol bounds
+        what is in flight); a bound makes senders with a bound of their own wait."""
         kind, routed = LISTEN_PATTERNS.get(pattern)
         sock = context(plane).socket(kind)
         sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.RCVHWM, 0)  # the actor protocol bounds what is in flight
+        sock.setsockopt(zmq.RCVHWM, queue)
         self.security = security
         try:
             security.configure_listener(sock)
@@ -269,10 +276,17 @@ class Comm(_Endpoint):
 
     def __init__(self, address: str, pattern: str = "push", *,
                  security: Security = NO_SECURITY, limits: Limits = DEFAULT_LIMITS,
-                 name: str = "", linger_ms: int = 2000, plane: str = "data") -> None:
+                 name: str = "", linger_ms: int = 2000, plane: str = "data",
+                 queue: int = 0, send_timeout: float | None = None) -> None:
+        """``queue``: messages that may wait to be sent (0: unbounded, as the protocol or a
+        reply bounds what is in flight); with a bound, ``send`` waits for room -- flow
+        control -- for at most ``send_timeout`` s, then raises ``TransportError``."""
         kind, _ = CONNECT_PATTERNS.get(pattern)
         sock = context(plane).socket(kind)
-        sock.setsockopt(zmq.SNDHWM, 0)  # the protocol (or a reply) bounds what is in flight
+        sock.setsockopt(zmq.SNDHWM, queue)
+        if send_timeout is not None:
+            sock.setsockopt(zmq.SNDTIMEO, max(1, int(send_timeout * 1000)))
+        self.send_timeout = send_timeout
         sock.setsockopt(zmq.LINGER, linger_ms)
         self.security = security
         try:
@@ -309,16 +323,19 @@ class Comm(_Endpoint):
 
 
 def listen(address: str, pattern: str = "pull", *, security: Security | None = None,
-           limits: Limits | None = None, name: str = "", plane: str = "data") -> Listener:
+           limits: Limits | None = None, name: str = "", plane: str = "data",
+           queue: int = 0) -> Listener:
     """Bind ``address`` (any registered scheme; ``tcp://HOST:0`` picks a free port).
     ``plane="control"`` puts the socket on the control plane's own I/O thread."""
     return Listener(address, pattern, security=security or default_security(),
-                    limits=limits or DEFAULT_LIMITS, name=name, plane=plane)
+                    limits=limits or DEFAULT_LIMITS, name=name, plane=plane, queue=queue)
 
 
 def connect(address: str, pattern: str = "push", *, security: Security | None = None,
             limits: Limits | None = None, name: str = "", linger_ms: int = 2000,
-            plane: str = "data") -> Comm:
-    """Connect to a listener at ``address`` (connecting does not wait for it to exist)."""
+            plane: str = "data", queue: int = 0, send_timeout: float | None = None) -> Comm:
+    """Connect to a listener at ``address`` (connecting does not wait for it to exist);
+    ``queue``/``send_timeout``: flow control (see ``Comm``)."""
     return Comm(address, pattern, security=security or default_security(),
-                limits=limits or DEFAULT_LIMITS, name=name, linger_ms=linger_ms, plane=plane)
+                limits=limits or DEFAULT_LIMITS, name=name, linger_ms=linger_ms, plane=plane,
+                queue=queue, send_timeout=send_timeout)
