@@ -117,3 +117,24 @@ def test_a_missing_part_fails_the_load_job_naming_it(tmp_path):
     finally:
         with pytest.raises(ActorflowError):
             s.close()
+
+
+def test_a_long_checkpoint_path_round_trips_and_one_past_the_os_limit_is_named(tmp_path):
+    deep = tmp_path
+    while len(str(deep)) < 1500:  # longer than the first limit (1023 bytes), under PATH_MAX
+        deep = deep / ("d" * 200)
+    rng = np.random.default_rng(2)
+    with af.Session(_plan(2), timeout=30) as s:
+        s.run("train", {"x": rng.standard_normal(SHAPE).astype(np.float32)})
+        want = s.run("read")
+        s.save(deep)
+        s.run("train", {"x": rng.standard_normal(SHAPE).astype(np.float32)})
+        s.load(deep)
+        np.testing.assert_array_equal(s.run("read")["w"], want["w"])
+        too_long = tmp_path.joinpath(*["x" * 250] * 17)  # 4250+ bytes: no OS takes it
+        with pytest.raises(UsageError, match=r"checkpoint path .* bytes long; at most 4095"):
+            s.save(too_long)
+        blocker = tmp_path / "a-file"
+        blocker.write_text("not a directory")
+        with pytest.raises(UsageError, match=r"a-file/ck: cannot create it: Not a directory"):
+            s.save(blocker / "ck")

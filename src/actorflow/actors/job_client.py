@@ -166,8 +166,13 @@ class JobClient:
         ``__save__`` job); the manifest is written once every part is on disk."""
         self._job(SAVE_JOB, "the plan has no variables to save")
         root = Path(directory).resolve()
-        root.mkdir(parents=True, exist_ok=True)
-        self.result(self.submit(SAVE_JOB, {PATH_INPUT: encode_path(root)}), SAVE_JOB, None)
+        path = encode_path(root)  # a path too long is refused before anything is written
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"checkpoint directory {directory}: cannot create it: "
+                             f"{e.strerror or e}") from e
+        self.result(self.submit(SAVE_JOB, {PATH_INPUT: path}), SAVE_JOB, None)
         return str(write_manifest(root, self._manifest()))
 
     def load(self, directory: str | os.PathLike) -> None:

@@ -26,7 +26,8 @@ from actorflow.errors import UsageError
 FORMAT = "actorflow-checkpoint"
 VERSION = 1
 MANIFEST = "manifest.json"
-PATH_BYTES = 1024  # a directory travels to the model-IO jobs' kernels as uint8[PATH_BYTES]
+PATH_BYTES = 4096  # a directory travels to the model-IO jobs' kernels as uint8[PATH_BYTES]:
+# Linux's PATH_MAX, so every path the OS accepts fits
 
 
 def encode_path(directory: str | os.PathLike) -> np.ndarray:
