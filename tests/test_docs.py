@@ -22,3 +22,23 @@ def test_every_file_the_architecture_doc_names_exists():
     missing = sorted(p for p in named
                      if not (SRC / p).exists() and not (ROOT / p).exists())
     assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+
+
+def _readme_programs() -> list[str]:
+    """The README's Python blocks that are whole programs (SPMD ones need flowlaunch)."""
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    return [b for b in blocks if b.startswith("import") and "af.env" not in b]
+
+
+def test_the_readmes_python_examples_run_as_written(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    programs = _readme_programs()
+    assert len(programs) >= 4
+    env = dict(os.environ, ACTORFLOW_DEVICE="emulated")  # one example copies to "cuda"
+    for code in programs:
+        r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, f"README example failed:\n{code}\n{r.stderr[-2000:]}"
