@@ -119,6 +119,11 @@ class MessageRejected(TransportError):
     """A received message broke a transport limit or could not be decoded (names the peer)."""
 
 
+class MalformedMessage(TransportError):
+    """A decoded message that breaks the wire rules of its receiver; names the peer and what
+    was wrong (raised when the run is authenticated, so the sender holds the run's key)."""
+
+
 class CommClosed(TransportError):
     """A Comm or Listener was used after it was closed."""
 

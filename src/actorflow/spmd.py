@@ -5,6 +5,10 @@ copy of a script reads its rank from the environment.  ``af.env.process_group`` 
 group, set up on first use through the launcher's rendezvous at ``MASTER_ADDR:MASTER_PORT``.
 This module sits above the packages: it hands ``collective`` a rendezvous factory from
 ``launcher`` so that neither imports the other.  Outside a launcher a script is rank 0 of 1.
+
+Before the first socket of the group opens, the process takes the run's CURVE key from
+``$ACTORFLOW_CLUSTER_KEY`` (``launcher.keys.env_key``): the rendezvous at rank 0, every
+rank's mesh inbox and its comms to the peers all use it (``docs/security.md``).
 """
 
 from __future__ import annotations
@@ -45,8 +49,12 @@ def _int_var(names: tuple[str, ...], default: int) -> int:
 
 
 def _rendezvous(info: WorldInfo, timeout: float) -> Rendezvous:
+    """Take the run's key, then meet: the rendezvous and the mesh are built after this, so
+    every socket they open is authenticated by the transport's default ``Security``."""
+    from actorflow.launcher.keys import env_key
     from actorflow.launcher.rendezvous import ControlRendezvous
 
+    env_key(who=f"rank {info.rank} of {info.world_size}")
     return ControlRendezvous(info.rank, info.world_size, info.master_host, info.master_port,
                              timeout)
 

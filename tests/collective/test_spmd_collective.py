@@ -14,8 +14,14 @@ import pytest
 from tests.launcher.helpers import REPO, Launcher
 
 from actorflow.launcher.ports import free_port
+from actorflow.transport.auth import ClusterKey
 
 SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def _key_file(tmp_path: Path) -> str:
+    """What any launcher hands its ranks: the path of a mode-600 key file, in the env."""
+    return str(ClusterKey.generate().write(tmp_path / "cluster.key"))
 
 
 @pytest.fixture
@@ -53,10 +59,12 @@ def test_a_rank_killed_mid_collective_is_named_by_every_other_rank_within_3s(tmp
     itself inside a 16 MiB all-reduce.  Ranks 0, 1, 3 fail with RankLost naming rank 2 in
     under 3 s, and every process ends."""
     port = free_port("127.0.0.1")
+    key = _key_file(tmp_path)
     procs = []
     for rank in range(4):
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="4",
-                   RANK=str(rank), LOCAL_RANK=str(rank), PYTHONUNBUFFERED="1")
+                   RANK=str(rank), LOCAL_RANK=str(rank), PYTHONUNBUFFERED="1",
+                   ACTORFLOW_CLUSTER_KEY=key)
         procs.append(subprocess.Popen(
             [sys.executable, str(SCRIPTS / "kill_mid.py"), str(tmp_path), "2"], env=env,
             cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -91,10 +99,12 @@ def test_a_rank_that_never_starts_fails_the_others_within_the_timeout(tmp_path):
     """Ranks 0 and 1 of 3 start (rank 2 never does): both fail within the collective
     timeout (2 s here), naming rank 2, instead of waiting for ever."""
     port = free_port("127.0.0.1")
+    key = _key_file(tmp_path)
     procs = []
     for rank in (0, 1):
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="3",
-                   RANK=str(rank), LOCAL_RANK=str(rank), ACTORFLOW_COLLECTIVE_TIMEOUT="2")
+                   RANK=str(rank), LOCAL_RANK=str(rank), ACTORFLOW_COLLECTIVE_TIMEOUT="2",
+                   ACTORFLOW_CLUSTER_KEY=key)
         procs.append(subprocess.Popen([sys.executable, str(SCRIPTS / "meet.py")], env=env,
                                       cwd=str(REPO), stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
@@ -110,3 +120,28 @@ def test_a_rank_that_never_starts_fails_the_others_within_the_timeout(tmp_path):
         doc = json.loads(out.split("MEET ", 1)[1])
         assert not doc["ok"] and "[2]" in doc["msg"] and "never joined" in doc["msg"], doc
         assert doc["took"] < 10
+
+
+@pytest.mark.parametrize("key_mode, needle", [
+    (None, "rank 1 of 2 has no cluster key, so its sockets would accept anyone: set "
+           "ACTORFLOW_CLUSTER_KEY=FILE"),
+    (0o644, "the file is accessible to group or others (mode 644)"),
+])
+def test_a_launcher_without_a_usable_key_is_refused_before_any_socket(tmp_path, key_mode,
+                                                                      needle):
+    """Ranks started by another launcher (only the five variables) with no key, or with a
+    key file others can read, fail at once with one clear error, before opening a port."""
+    extra = {}
+    if key_mode is not None:
+        path = ClusterKey.generate().write(tmp_path / "k")
+        path.chmod(key_mode)
+        extra = {"ACTORFLOW_CLUSTER_KEY": str(path)}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ACTORFLOW_CLUSTER_KEY", "ACTORFLOW_INSECURE")}
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port("127.0.0.1")),
+               WORLD_SIZE="2", RANK="1", LOCAL_RANK="1", **extra)
+    r = subprocess.run([sys.executable, str(SCRIPTS / "meet.py")], env=env, cwd=str(REPO),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 3, r.stderr
+    doc = json.loads(r.stdout.split("MEET ", 1)[1])
+    assert needle in doc["msg"] and doc["took"] < 5, doc

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from actorflow.errors import TransportError
+from actorflow.errors import MalformedMessage
 from actorflow.plan.model import RegstDesc
 from actorflow.protocol.messages import ACK, CLIENT, CMD, EORD, READY, Msg
 from actorflow.transport.auth import current_key
@@ -26,9 +26,7 @@ from actorflow.transport.auth import current_key
 _INT_MAX = 2**63 - 1
 _CMDS = ("start", "stop", "feed", "close", "send")  # send: a multi-job request's ids
 
-
-class MalformedMessage(TransportError):
-    """A message that breaks the wire rules; names the peer and what was wrong."""
+__all__ = ["Inbound", "MalformedMessage"]  # the error lives in actorflow.errors (mesh too)
 
 
 def _is_int(v: Any, lo: int = -1) -> bool:

@@ -60,7 +60,8 @@ class Channel:
             peer, body, frames = msg
             if not (isinstance(body, list) and len(body) == 4 and isinstance(body[0], str)
                     and isinstance(body[1], int) and isinstance(body[2], int)):
-                self.mesh.dropped += 1  # a well-framed message that is no collective's
+                self.mesh.reject(f"key {body!r:.60} is not a collective's "
+                                 "[group op, seq, part, meta]", f"rank {peer}")
                 continue
             gid, seq, part, meta = body
             if (peer, gid, seq, part) == key:

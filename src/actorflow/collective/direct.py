@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from actorflow.collective.ring import chunks
+from actorflow.collective.ring import chunk_of, chunks
 from actorflow.errors import CollectiveError
 
 if TYPE_CHECKING:
@@ -23,10 +23,21 @@ def array_meta(a: np.ndarray) -> list:
     return [a.dtype.str, list(a.shape)]
 
 
-def from_frame(meta: Any, frames: list, what: str) -> np.ndarray:
-    """A received array (a view on the frame's memory: copy before keeping it long)."""
+def parse_meta(meta: Any, what: str) -> tuple[np.dtype, tuple[int, ...]]:
+    """``[dtype, shape]`` of a received array, checked: a numeric dtype, sizes >= 0."""
     try:
         dtype, shape = np.dtype(meta[0]), tuple(int(s) for s in meta[1])
+    except (TypeError, ValueError, IndexError, KeyError, SyntaxError) as e:
+        raise CollectiveError(f"{what}: received a malformed array {meta!r:.80}") from e
+    if dtype.kind not in "biufc" or any(s < 0 for s in shape):
+        raise CollectiveError(f"{what}: received a malformed array {meta!r:.80}")
+    return dtype, shape
+
+
+def from_frame(meta: Any, frames: list, what: str) -> np.ndarray:
+    """A received array (a view on the frame's memory: copy before keeping it long)."""
+    dtype, shape = parse_meta(meta, what)
+    try:
         arr = np.frombuffer(frames[0].buffer, dtype=dtype) if frames else np.empty(0, dtype)
         return arr.reshape(shape)
     except (TypeError, ValueError, IndexError) as e:
@@ -106,13 +117,13 @@ def broadcast(op: Op, x: np.ndarray | None, root: int) -> np.ndarray:
         if right != root:
             op.send(right, 0, [], meta)
         return head.copy()
-    dtype, shape = np.dtype(meta[0]), tuple(meta[1])
+    dtype, shape = parse_meta(meta, op.what)
     out = np.empty(shape, dtype)
     flat = out.reshape(-1)
     for c, (a, b) in enumerate(chunks((0, flat.size), op.chunk_elems(dtype.itemsize))):
         if c:
             meta, frames = op.recv(left, c)
-        flat[a:b] = np.frombuffer(frames[0].buffer, dtype=dtype)
+        flat[a:b] = chunk_of(op, left, frames, dtype, b - a)
         if right != root:
             op.send(right, c, frames, meta)
     return out

@@ -44,6 +44,18 @@ def _check(op: Op, src: int, meta: Any, want: list) -> None:
             f"{op.group.global_rank} has {want}: the ranks called it with different tensors")
 
 
+def chunk_of(op: Op, src: int, frames: list, dtype: np.dtype, elems: int) -> np.ndarray:
+    """The one frame of a chunk as ``elems`` items of ``dtype``, or an error naming the
+    sender (a chunk of another size would be added to the wrong elements)."""
+    have = len(frames[0].buffer) if len(frames) == 1 else -1
+    if have != elems * dtype.itemsize:
+        raise CollectiveError(
+            f"{op.what}: rank {op.group.ranks[src]} sent a chunk of {len(frames)} frames and "
+            f"{max(have, 0)} bytes where rank {op.group.global_rank} expects one frame of "
+            f"{elems} x {dtype} ({elems * dtype.itemsize} bytes)")
+    return np.frombuffer(frames[0].buffer, dtype=dtype)
+
+
 def reduce_scatter(op: Op, flat: np.ndarray, segs: list[Segment], ufunc: np.ufunc) -> None:
     """In place: afterwards ``flat[segs[r]]`` holds the reduction over all ranks."""
     g = op.group
@@ -58,7 +70,7 @@ def reduce_scatter(op: Op, flat: np.ndarray, segs: list[Segment], ufunc: np.ufun
             got, frames = op.recv(left, part(0, t, c))
             _check(op, left, got, meta)
             dst = flat[a:b]
-            ufunc(dst, np.frombuffer(frames[0].buffer, dtype=flat.dtype), out=dst)
+            ufunc(dst, chunk_of(op, left, frames, flat.dtype, b - a), out=dst)
             if t < n - 2:
                 op.send(right, part(0, t + 1, c), [dst], meta)
 
@@ -76,6 +88,6 @@ def all_gather(op: Op, flat: np.ndarray, segs: list[Segment]) -> None:
         for c, (a, b) in enumerate(chunks(segs[(r - t - 1) % n], ce)):
             got, frames = op.recv(left, part(1, t, c))
             _check(op, left, got, meta)
-            flat[a:b] = np.frombuffer(frames[0].buffer, dtype=flat.dtype)
+            flat[a:b] = chunk_of(op, left, frames, flat.dtype, b - a)
             if t < n - 2:
                 op.send(right, part(1, t + 1, c), frames, meta)  # forwarded as received

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 
 from actorflow.errors import LaunchError
 from actorflow.launcher.cmd_spmd import run_copies
 from actorflow.launcher.jobfile import is_spmd_script
+from actorflow.launcher.keys import key_env
 from actorflow.launcher.launch import Cluster, add_run_options, run_cluster
 from actorflow.launcher.ports import check_port_free, free_port
 from actorflow.launcher.rankenv import check_port
@@ -82,8 +84,9 @@ def main(args: argparse.Namespace) -> int:
         check_port_free("127.0.0.1", port)
 
     if is_spmd_script(args.plan):
-        return run_copies([sys.executable, args.plan], args.machines, port=port,
-                          log_dir=args.log_dir, grace=args.grace)
+        with key_env(args, secrets.token_hex(4)) as keys:  # the ranks' sockets use the key
+            return run_copies([sys.executable, args.plan], args.machines, port=port,
+                              log_dir=args.log_dir, grace=args.grace, extra_env=keys)
 
     def local(rank: int, host: str, wargs: list[str], env: dict) -> tuple[list[str], dict]:
         return [sys.executable, "-m", "actorflow.launcher.cli", *wargs], env

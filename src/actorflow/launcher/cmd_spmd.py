@@ -12,19 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import shutil
 import sys
 import time
-from pathlib import Path
 
 from actorflow.errors import ActorflowError
-from actorflow.launcher.keys import (
-    ENV_INSECURE,
-    ENV_KEY,
-    add_key_options,
-    setup_key,
-    write_private,
-)
+from actorflow.launcher.keys import ENV_KEY, add_key_options, key_env
 from actorflow.launcher.ports import check_port_free, free_port, resolve
 from actorflow.launcher.rankenv import check_port
 from actorflow.launcher.report import spmd_line
@@ -101,24 +93,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.nnodes > 1 and not (args.cluster_key or args.insecure):
         raise LaunchError("several nodes need one key: pass --cluster-key FILE (the same file on "
                           "every node; `flowlaunch key new FILE`) or --insecure")
-    key = setup_key(args, make=True)
-    keys: dict[str, str] = {ENV_INSECURE: "1"}  # for ranks that are actorflow workers
-    if key is not None:
-        path = (Path(args.cluster_key).resolve() if args.cluster_key
-                else write_private(key, secrets.token_hex(4)))
-        keys = {ENV_KEY: str(path)}  # a path, never the key itself, in the environment
     t0 = time.monotonic()
     signalled: list[int] = []
-    try:
+    with key_env(args, secrets.token_hex(4)) as keys:  # every rank's sockets use the key
         cmd = [sys.executable, "-m", args.script] if args.module else [sys.executable,
                                                                          args.script]
         code = run_copies(cmd + list(args.args), args.nproc, nnodes=args.nnodes,
                           node_rank=args.node_rank, master_addr=args.master_addr, port=port,
                           log_dir=args.log_dir, grace=args.grace, extra_env=keys,
                           signalled=signalled)
-    finally:
-        if key is not None and not args.cluster_key:  # the key this run made
-            shutil.rmtree(Path(keys[ENV_KEY]).parent, ignore_errors=True)
     if not signalled:  # Ctrl-C already said its one line
         print(spmd_line(args.script, args.nproc, world, time.monotonic() - t0, code == 0),
               flush=True)

@@ -4,20 +4,25 @@
 file only the user can read (a private directory named after the run, removed with the
 run's other leftovers); ``run`` writes it into each remote worker's ssh stdin.  A
 standalone ``flowlaunch worker`` reads ``--cluster-key FILE`` (``-``: one line on stdin)
-or the file named by ``$ACTORFLOW_CLUSTER_KEY``.  ``--insecure`` turns authentication off
-and says so on stderr.
+or the file named by ``$ACTORFLOW_CLUSTER_KEY``; an SPMD script's process reads the same
+variable (``env_key``) before its process group opens a socket.  ``--insecure`` turns
+authentication off and says so on stderr; the launcher then exports
+``ACTORFLOW_INSECURE=1`` so the processes it starts know (and do not warn again).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from actorflow.errors import LaunchError
-from actorflow.transport.auth import ClusterKey, use_key
+from actorflow.transport.auth import ClusterKey, current_key, key_decided, use_key
 
 ENV_KEY = "ACTORFLOW_CLUSTER_KEY"  # a key FILE's path (the key itself never goes in env)
 ENV_INSECURE = "ACTORFLOW_INSECURE"
@@ -61,6 +66,30 @@ def setup_key(args: argparse.Namespace, *, make: bool) -> ClusterKey | None:
     return key
 
 
+def env_key(environ: Mapping[str, str] | None = None, who: str = "this process"
+            ) -> ClusterKey | None:
+    """Decide this process's key from the environment its launcher set, once, before any
+    socket opens: ``$ACTORFLOW_CLUSTER_KEY`` (a 0600 file) or ``ACTORFLOW_INSECURE=1``.
+    A process that already decided (``use_key``: a worker, a test) keeps its choice; one
+    with neither variable is refused rather than left open to anyone."""
+    if key_decided():
+        return current_key()
+    environ = os.environ if environ is None else environ
+    path = environ.get(ENV_KEY, "")
+    if path:
+        key: ClusterKey | None = ClusterKey.read(path, f"${ENV_KEY}")
+    elif environ.get(ENV_INSECURE) == "1":
+        key = None  # the launcher that set it warned once (a user setting it chose it)
+    else:
+        raise LaunchError(
+            f"{who} has no cluster key, so its sockets would accept anyone: set "
+            f"{ENV_KEY}=FILE (the same mode-600 file for every rank; `flowlaunch key new "
+            f"FILE` makes one), or {ENV_INSECURE}=1 to run without authentication "
+            "(flowlaunch --nproc-per-node sets one of them itself)")
+    use_key(key)
+    return key
+
+
 def _read_line(fd: int, limit: int = 4096) -> str:
     """One line from a raw fd, byte by byte, so nothing after it is consumed (stdin stays
     the launcher's liveness channel)."""
@@ -76,6 +105,26 @@ def _read_line(fd: int, limit: int = 4096) -> str:
 def key_line(key: ClusterKey) -> bytes:
     """What ``run`` writes into a remote worker's stdin for ``--cluster-key -``."""
     return key.to_bytes().hex().encode() + b"\n"
+
+
+@contextmanager
+def key_env(args: argparse.Namespace, run_id: str) -> Iterator[dict[str, str]]:
+    """The environment that hands this run's key to the local processes it starts (SPMD
+    ranks read it before their process group opens a socket): the path of the user's
+    ``--cluster-key`` file, or of a new private file removed when the block ends, or
+    ``ACTORFLOW_INSECURE=1`` after ``--insecure`` warned."""
+    key = setup_key(args, make=True)
+    given = getattr(args, "cluster_key", None)
+    if key is None:
+        yield {ENV_INSECURE: "1"}
+    elif given:
+        yield {ENV_KEY: str(Path(given).resolve())}  # a path, never the key, in the env
+    else:
+        path = write_private(key, run_id)
+        try:
+            yield {ENV_KEY: str(path)}
+        finally:
+            shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def write_private(key: ClusterKey, run_id: str) -> Path:

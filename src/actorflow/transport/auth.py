@@ -76,30 +76,31 @@ class ClusterKey:
         return path
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> ClusterKey:
-        """Read a key file; refused if group or others may read or write it."""
+    def read(cls, path: str | os.PathLike, source: str = "--cluster-key") -> ClusterKey:
+        """Read a key file; refused if group or others may read or write it.  ``source``
+        says where the path came from (an option or an environment variable)."""
         path = Path(path)
+        where = f"{source} {path}"
         try:
             st = path.stat()
         except OSError as e:
-            raise TransportError(f"--cluster-key {path}: cannot read it: "
-                                 f"{e.strerror or e}") from e
+            raise TransportError(f"{where}: cannot read it: {e.strerror or e}") from e
         if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise TransportError(
-                f"--cluster-key {path}: the file is accessible to group or others (mode "
+                f"{where}: the file is accessible to group or others (mode "
                 f"{stat.S_IMODE(st.st_mode):o}); anyone who reads it can join the run. "
                 f"Run: chmod 600 {path}")
         try:
             data = path.read_bytes()
         except OSError as e:
-            raise TransportError(f"--cluster-key {path}: cannot read it: "
-                                 f"{e.strerror or e}") from e
-        return cls.from_bytes(data, f"--cluster-key {path}")
+            raise TransportError(f"{where}: cannot read it: {e.strerror or e}") from e
+        return cls.from_bytes(data, where)
 
 
 # -- the process's key: every secured socket of this process uses it --------------------------
 _lock = threading.Lock()
 _key: ClusterKey | None = None
+_decided = False  # use_key was called: the key (or its absence) is this process's choice
 _zap: dict[int, Any] = {}  # id(context) -> its ThreadAuthenticator
 
 
@@ -107,6 +108,7 @@ class CurveSecurity(Security):
     """The transport's authentication hook with a run's key (``transport.security``)."""
 
     name = "curve"
+    authenticated = True
 
     def __init__(self, key: ClusterKey) -> None:
         self.key = key
@@ -124,14 +126,21 @@ class CurveSecurity(Security):
 def use_key(key: ClusterKey | None) -> None:
     """Set (or clear, ``None``) the key every later socket of this process is secured with:
     the default ``Security`` of ``listen``/``connect`` and the control plane's sockets."""
-    global _key
+    global _key, _decided
     with _lock:
-        _key = key
+        _key, _decided = key, True
     set_default_security(CurveSecurity(key) if key is not None else NO_SECURITY)
 
 
 def current_key() -> ClusterKey | None:
+    """The run's key, or None: no authentication (``--insecure``, or never decided)."""
     return _key
+
+
+def key_decided() -> bool:
+    """Whether this process was told its key or told to run without one (``use_key``);
+    a process that opens sockets before deciding would open them unauthenticated."""
+    return _decided
 
 
 class _OnlyTheRun:

@@ -3,8 +3,14 @@
 Each rank listens on one inbox (a "pull" ``Listener``) and connects one "push" ``Comm``
 to every peer's inbox, so messages from one sender arrive in the order sent.  A message is
 the codec's header (kind ``MESH``, body ``[src_rank, key]``) plus buffer frames sent
-without copying.  The receiver drops (and counts) what it cannot decode or what breaks
-the limits, so a stray sender cannot crash a collective.
+without copying.  A mesh of one rank has nobody to hear from and opens no socket.
+
+Every socket is secured by the transport's ``Security`` (the process default unless one is
+given: the run's CURVE key after ``use_key``), so a peer without the key never reaches the
+decoder.  What does reach it and is malformed (undecodable, over the limits, not a mesh
+message, a sender rank out of range) goes to ``reject``: counted and logged once per
+peer; when the inbox is authenticated it is also a ``MalformedMessage`` naming the peer,
+since only a holder of the run's key could have sent it (the data plane's policy).
 
 A peer that dies is noticed quickly: every comm's socket is watched by a ZeroMQ monitor, and
 the kernel closes a dead process's sockets, so its connection drops within milliseconds.
@@ -17,22 +23,27 @@ from __future__ import annotations
 
 import os
 import socket as pysocket
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from actorflow.errors import MessageRejected, TransportError
-from actorflow.transport.comm import Comm, connect, listen
-from actorflow.transport.security import Security
+from actorflow.errors import MalformedMessage, MessageRejected, TransportError
+from actorflow.transport.comm import Comm, Listener, connect, listen
+from actorflow.transport.security import Security, default_security
 
 MESH = 32  # the message kind of mesh messages (the codec's header carries it)
 BYE = "bye"  # the key of a goodbye message: the peer is leaving on purpose
 
 _WATCH = zmq.EVENT_DISCONNECTED
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def reachable_host(master_host: str) -> str:
@@ -55,18 +66,23 @@ class Mesh:
     def __init__(self, rank: int, world_size: int, host: str = "127.0.0.1", *,
                  security: Security | None = None) -> None:
         self.rank, self.world_size = rank, world_size
-        self.security = security
-        self.dropped = 0  # malformed messages received and ignored
+        self.security = security or default_security()  # decided now, for every socket
+        self.dropped = 0  # malformed messages received (and dropped, or raised)
+        self.dropped_by: dict[str, int] = {}  # peer -> its malformed messages
+        self.log: Callable[[str], None] = _to_stderr
         self.lost: dict[int, float] = {}  # peer -> monotonic time its connection dropped
         self.gone: dict[int, Any] = {}  # peers that said goodbye -> their note
-        self._inbox = listen(f"tcp://{host}:0", "pull", security=security,
-                             name=f"collective inbox of rank {rank}")
-        self.address = self._inbox.address
+        self._inbox: Listener | None = None
+        self.address = ""
+        self._poller = zmq.Poller()
+        if world_size > 1:
+            self._inbox = listen(f"tcp://{host}:0", "pull", security=self.security,
+                                 name=f"collective inbox of rank {rank}")
+            self.address = self._inbox.address
+            self._poller.register(self._inbox._sock, zmq.POLLIN)
         self.addresses: dict[int, str] = {rank: self.address}
         self._out: dict[int, Comm] = {}
         self._mon: dict[zmq.Socket, int] = {}
-        self._poller = zmq.Poller()
-        self._poller.register(self._inbox._sock, zmq.POLLIN)
         self._closed = False
 
     # -- setup -------------------------------------------------------------------------
@@ -108,11 +124,14 @@ class Mesh:
         (connection events are processed meanwhile: see ``lost``)."""
         deadline = time.monotonic() + timeout
         inbox = self._inbox
+        if inbox is None:  # a mesh of one: nobody can send
+            time.sleep(max(0.0, timeout))
+            return None
         while True:
             try:
                 msg = inbox.recv(0)
-            except MessageRejected:
-                self.dropped += 1
+            except MessageRejected as e:
+                self.reject(str(e).partition("message rejected: ")[2] or str(e), "?")
                 continue
             if msg is None:
                 left = deadline - time.monotonic()
@@ -123,10 +142,14 @@ class Mesh:
                     self._events()
                 continue
             body = msg.body
-            if msg.kind != MESH or not isinstance(body, list) or len(body) != 2 or not (
-                    isinstance(body[0], int) and 0 <= body[0] < self.world_size
-                    and body[0] != self.rank):
-                self.dropped += 1
+            if msg.kind != MESH or not isinstance(body, list) or len(body) != 2:
+                self.reject(f"message kind {msg.kind} with a {type(body).__name__} body is "
+                            f"no mesh message", "?")
+                continue
+            if not (isinstance(body[0], int) and not isinstance(body[0], bool)
+                    and 0 <= body[0] < self.world_size and body[0] != self.rank):
+                self.reject(f"sender rank {body[0]!r:.20} is not another rank of "
+                            f"{self.world_size}", "?")
                 continue
             src, key = body
             if isinstance(key, list) and len(key) == 2 and key[0] == BYE:
@@ -153,7 +176,22 @@ class Mesh:
         for peer, comm in self._out.items():
             # what was sent still reaches live peers; a dead one gets nothing
             comm.close(0 if peer in self.lost else 2000)
-        self._inbox.close()
+        if self._inbox is not None:
+            self._inbox.close()
+
+    def reject(self, problem: str, peer: str) -> None:
+        """A malformed message from ``peer`` (``rank N`` as it claims, ``?`` when it cannot
+        be told): counted and logged the first time per peer; on an authenticated inbox
+        also raised, naming it: a holder of the run's key sending garbage is a bug to see."""
+        n = self.dropped_by.get(peer, 0) + 1
+        self.dropped_by[peer] = n
+        self.dropped += 1
+        err = MalformedMessage(f"collective inbox of rank {self.rank} ({self.address}): "
+                               f"malformed message from peer {peer} dropped ({problem})")
+        if self.security.authenticated:
+            raise err
+        if n == 1:
+            self.log(str(err))
 
     # -- internals ---------------------------------------------------------------------
     def _events(self) -> None:

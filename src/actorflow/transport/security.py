@@ -18,6 +18,7 @@ class Security:
     """No authentication: the default, and the base class of real schemes."""
 
     name = "none"
+    authenticated = False  # only holders of a key can reach a listener configured by it
 
     def configure_listener(self, sock: Any) -> None:
         """Set the server side's options on a socket about to bind (a ``zmq.Socket``)."""
