@@ -1,0 +1,212 @@
+"""Every socket of an SPMD run is CURVE-authenticated with the run's key (loopback).
+
+``flowlaunch --nproc-per-node 3`` runs a paced all-reduce (``scripts/paced_all_reduce.py``,
+ring path: the data crosses the mesh's sockets).  A stranger finds the ports the ranks'
+processes listen on, in both phases of a run: while ranks meet (rank 0's rendezvous, the
+last rank joins late) and while they compute (every rank's mesh inbox).  It asks the
+rendezvous for its store, sends garbage, raw bytes, and well-formed forgeries (a rank's
+all-reduce contribution for a later round).  With the run's key none of it reaches a
+decoder: the run ends with exit 0 and exactly numpy's numbers.  The ``--insecure`` control
+shows the same forgery *does* change a rank's numbers when nothing authenticates, and a
+holder of the key who sends a malformed message fails the run with an error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+from tests.launcher.helpers import Launcher, tagged_pids
+from tests.launcher.stranger import ask_for_results, ctrl, inject, listening, raw_bytes
+
+from actorflow.launcher.ports import free_port
+from actorflow.transport import codec
+from actorflow.transport.auth import ClusterKey, secure_client
+from actorflow.transport.mesh import MESH
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "paced_all_reduce.py")
+N, ROUNDS = 3, 20
+RUN_ENV = {"ROUNDS": str(ROUNDS), "PACE": "0.1", "JOIN_DELAY": "2.5",
+           "ACTORFLOW_COLLECTIVE_SHM": "0"}  # the large all-reduce goes around the ring
+TOTAL = ROUNDS * (10 + 4_999_950_000) * 6 + 3 * 100_005 * sum(range(ROUNDS))
+
+
+@pytest.fixture
+def flowlaunch():
+    launcher = Launcher()
+    yield launcher
+    left = launcher.cleanup()
+    assert not left, f"processes of a flowlaunch run were left behind: {left}"
+
+
+class Lines:
+    """The run's stdout and stderr, read on threads so every wait here is bounded."""
+
+    def __init__(self, p) -> None:
+        self.p = p
+        self.seen: list[str] = []
+        self.err: list[str] = []
+        self._q: queue.Queue[str] = queue.Queue()
+        self._threads = [threading.Thread(target=self._read, args=(p.stdout, self._q.put),
+                                          daemon=True),
+                         threading.Thread(target=self._read, args=(p.stderr, self.err.append),
+                                          daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    @staticmethod
+    def _read(stream, put) -> None:
+        for line in stream:
+            put(line)
+
+    def wait(self, needle: str, count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while sum(needle in s for s in self.seen) < count:
+            try:
+                self.seen.append(self._q.get(timeout=max(0.01, deadline - time.monotonic())))
+            except queue.Empty:
+                raise AssertionError(f"never saw {count} x {needle!r}: {self.seen}") from None
+
+    def rest(self, timeout: float) -> str:
+        """Wait for the run to end; its stderr."""
+        self.p.wait(timeout=timeout)
+        for t in self._threads:
+            t.join(5)
+        while not self._q.empty():
+            self.seen.append(self._q.get())
+        return "".join(self.err)
+
+
+def _start(flowlaunch: Launcher, port: int, *extra: str) -> tuple[str, object, Lines]:
+    tag, p = flowlaunch.start("--nproc-per-node", N, "--master-port", port, *extra, SCRIPT,
+                              env=RUN_ENV)
+    return tag, p, Lines(p)
+
+
+def _rank_pids(tag: str) -> dict[int, int]:
+    """rank -> pid of the run's script processes (the launcher has no RANK variable)."""
+    out = {}
+    for pid in tagged_pids(tag):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        except OSError:
+            continue
+        if b"RANK" in env:
+            out[int(env[b"RANK"])] = pid
+    return out
+
+
+def _wait_listening(tag: str, port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (port not in {p for _ip, p in listening(tagged_pids(tag))}
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
+    assert time.monotonic() < deadline, f"rank 0's rendezvous never listened on {port}"
+
+
+def _forged_contribution(seq: int, src: int) -> list[bytes]:
+    """Rank ``src``'s part of the world group's ``seq``-th collective (a small all-reduce),
+    with other numbers: accepted as real by an inbox that does not authenticate."""
+    key = ["0,1,2:all_reduce[direct]", seq, 0, ["<f8", [5]]]
+    return codec.encode(MESH, [src, key], [("", np.full(5, 1e6))])
+
+
+def _later_rounds() -> list[list[bytes]]:
+    # collective #1 is the setup's barrier, then two all-reduces a round: the small one of
+    # round i is #2 + 2i; the second half of the rounds has not run yet when this arrives
+    return [_forged_contribution(2 + 2 * i, 1) for i in range(ROUNDS // 2, ROUNDS)]
+
+
+def _results(lines: Lines) -> dict[int, dict]:
+    docs = [json.loads(s.split("RESULT ", 1)[1]) for s in lines.seen if "RESULT " in s]
+    return {d["rank"]: d for d in docs}
+
+
+def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch):
+    port = free_port("127.0.0.1")
+    tag, p, lines = _start(flowlaunch, port)
+    # phase 1: the ranks meet; the last one is late, so rank 0's rendezvous is open
+    _wait_listening(tag, port)
+    assert ask_for_results(port, wait=0.4) == []  # no key: no answer at all
+    assert ask_for_results(port, key=(ClusterKey.generate().public, b""), wait=0.4) == []
+    meet = [[ctrl("kv_get", key="collective/1/addr/0", timeout=1.0)],
+            [ctrl("kv_set", key="collective/1/addr/2", value="tcp://127.0.0.1:9")],
+            [ctrl("hello", rank=2, world_size=N, host="x", pid=1, clock={})],
+            [b"one", b"two", b"three"], [os.urandom(8)]]
+    inject(port, meet, zmq.DEALER)
+    raw_bytes(port, [os.urandom(8), b"\xff" * 64])
+    assert port in {p for _ip, p in listening(tagged_pids(tag))}, "attacked too late"
+    # phase 2: every rank's mesh inbox, while the all-reduces run
+    lines.wait("MESH UP", N, 30)
+    pids = _rank_pids(tag)
+    where = listening(list(pids.values()))
+    assert len(where) >= N and {ip for ip, _p in where} == {"127.0.0.1"}, where
+    for _ip, target in sorted(where):
+        for kind in (zmq.PUSH, zmq.DEALER):
+            inject(target, [*_later_rounds(), [b"\xc1junk"], [os.urandom(16)]], kind)
+        raw_bytes(target, [os.urandom(8), os.urandom(4096)])
+    err = lines.rest(60)
+    assert p.returncode == 0, err[-3000:]
+    res = _results(lines)
+    assert sorted(res) == list(range(N)), lines.seen
+    for r, d in res.items():  # exactly numpy's numbers, and nothing reached a decoder
+        assert d["ok"] and d["total"] == TOTAL and d["dropped"] == 0, (r, d)
+    assert "malformed" not in err and "Traceback" not in err, err[-3000:]
+
+
+def test_insecure_lets_the_same_stranger_change_the_numbers(flowlaunch):
+    """The control: with --insecure the run still works (and warns), the garbage is dropped
+    and logged, but the forged contribution is taken as rank 1's: rank 0 computes wrong."""
+    port = free_port("127.0.0.1")
+    tag, p, lines = _start(flowlaunch, port, "--insecure")
+    lines.wait("MESH UP", N, 30)
+    target = {p for _ip, p in listening([_rank_pids(tag)[0]])}
+    assert len(target) == 1, target
+    inject(target.pop(), [*_later_rounds(), [b"\xc1junk"]], zmq.PUSH)
+    err = lines.rest(60)
+    assert p.returncode == 0, err[-3000:]
+    assert "warning: --insecure" in err
+    res = _results(lines)
+    assert not res[0]["ok"] and res[0]["dropped"] >= 1, res[0]  # the forgery counted
+    assert res[1]["ok"] and res[2]["ok"] and res[1]["total"] == TOTAL, res
+    out = "".join(lines.seen)  # a rank's stderr comes out here, prefixed "[rank N]"
+    assert re.search(r"\[rank 0\] collective inbox of rank 0 \(tcp://127\.0\.0\.1:\d+\): "
+                     r"malformed message from peer \? dropped", out), out[-3000:]
+
+
+def test_a_key_holder_sending_garbage_fails_the_run_naming_it(flowlaunch):
+    """An authenticated peer (it read the run's key file) that sends a malformed message:
+    the receiving rank fails at once with an error naming the message and its sender."""
+    port = free_port("127.0.0.1")
+    tag, p, lines = _start(flowlaunch, port)
+    lines.wait("MESH UP", N, 30)
+    pid0 = _rank_pids(tag)[0]
+    with open(f"/proc/{pid0}/environ", "rb") as f:
+        env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+    key = ClusterKey.read(env[b"ACTORFLOW_CLUSTER_KEY"].decode())
+    (target,) = {p for _ip, p in listening([pid0])}
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.PUSH)
+    s.linger = 1000
+    secure_client(s, key)
+    s.connect(f"tcp://127.0.0.1:{target}")
+    s.send_multipart(codec.encode(MESH, [1, "not a collective's key"]))
+    s.close()
+    ctx.term()
+    err = lines.rest(60)
+    assert p.returncode != 0
+    failed = [s for s in lines.seen if s.startswith("[rank 0] FAILED")]
+    assert failed and re.search(
+        r"FAILED rank 0: MalformedMessage: collective inbox of rank 0 \(tcp://127\.0\.0\.1:\d+"
+        r"\): malformed message from peer rank 1 dropped \(key .not a collective's key. is "
+        r"not a collective's", failed[0]), lines.seen
+    assert "RESULT" not in "".join(lines.seen)  # no rank reports a good run
+    assert "Traceback" not in err + "".join(lines.seen)  # a clear error, on every rank
