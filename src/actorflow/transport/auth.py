@@ -155,14 +155,17 @@ class _OnlyTheRun:
 
 def _ensure_zap(ctx: zmq.Context, key: ClusterKey) -> None:
     with _lock:
-        if id(ctx) in _zap:
-            return
-        from zmq.auth.thread import ThreadAuthenticator
+        auth = _zap.get(id(ctx))
+        if auth is None:
+            from zmq.auth.thread import ThreadAuthenticator
 
-        auth = ThreadAuthenticator(ctx)
-        auth.start()
+            auth = ThreadAuthenticator(ctx)
+            auth.start()
+            _zap[id(ctx)] = auth
+        elif getattr(auth.credentials_providers.get(ZAP_DOMAIN), "allowed", None) == key.public:
+            return
+        # a new key for this context (a later use_key): admit it, not the previous one
         auth.configure_curve_callback(domain=ZAP_DOMAIN, credentials_provider=_OnlyTheRun(key))
-        _zap[id(ctx)] = auth
 
 
 def stop_zap(ctx: zmq.Context) -> None:
