@@ -210,3 +210,25 @@ def test_a_key_holder_sending_garbage_fails_the_run_naming_it(flowlaunch):
         r"not a collective's", failed[0]), lines.seen
     assert "RESULT" not in "".join(lines.seen)  # no rank reports a good run
     assert "Traceback" not in err + "".join(lines.seen)  # a clear error, on every rank
+
+
+@pytest.mark.parametrize("how", [("--nproc-per-node", "2", "--master-port", "0"),
+                                 ("sim", "--machines", "2"),
+                                 ("sim", "--machines", "2", "--insecure")])
+def test_each_spmd_launch_hands_its_ranks_a_key_of_its_own(flowlaunch, how):
+    """``--nproc-per-node`` and ``sim script.py`` make a key per run, hand the ranks the path
+    of a 0600 file in a 0700 directory, and remove it at the end; ``--insecure`` warns and
+    hands none (the ranks then meet unauthenticated)."""
+    script = os.path.join(os.path.dirname(__file__), "scripts", "key_env.py")
+    args = [how[0], script, *how[1:]] if how[0] == "sim" else [*how, script]
+    r = flowlaunch.run(*args, env={"ACTORFLOW_CLUSTER_KEY": ""}, timeout=60)
+    assert r.returncode == 0, r.stderr[-3000:]
+    docs = [json.loads(s.split("KEY ", 1)[1]) for s in r.stdout.splitlines() if "KEY " in s]
+    assert sorted(d["rank"] for d in docs) == [0, 1], r.stdout
+    if "--insecure" in how:
+        assert "warning: --insecure" in r.stderr
+        assert all(d["insecure"] == "1" and not d["keyed"] and not d["path"] for d in docs)
+        return
+    assert len({d["path"] for d in docs}) == 1 and all(d["keyed"] for d in docs), docs
+    assert docs[0]["modes"] == [0o600, 0o700] and "insecure" not in r.stderr
+    assert not os.path.exists(os.path.dirname(docs[0]["path"]))  # removed with the run
