@@ -6,7 +6,11 @@ import pytest
 
 import actorflow as af
 from actorflow.errors import LaunchError
+from actorflow.launcher.keys import env_key
 from actorflow.spmd import world_info
+from actorflow.transport import auth, security
+from actorflow.transport.auth import ClusterKey, current_key, key_decided
+from actorflow.transport.security import default_security
 
 
 def test_no_launcher_is_rank_0_of_1_and_its_group_needs_no_rendezvous():
@@ -47,3 +51,32 @@ def test_local_rank_picks_the_cuda_device(monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "x")
     with pytest.raises(LaunchError, match="LOCAL_RANK='x' is not an integer"):
         _ = af.env.local_rank
+
+
+# -- the run's key, taken from the environment before the group opens a socket ------------
+@pytest.fixture
+def undecided(monkeypatch):
+    """This test process as a fresh rank: no key decided yet (restored afterwards)."""
+    monkeypatch.setattr(auth, "_decided", False)
+    monkeypatch.setattr(auth, "_key", None)
+    monkeypatch.setattr(security, "_default", security.NO_SECURITY)
+
+
+def test_a_rank_takes_the_key_file_its_launcher_names(undecided, tmp_path):
+    key = ClusterKey.generate()
+    got = env_key({"ACTORFLOW_CLUSTER_KEY": str(key.write(tmp_path / "k"))})
+    assert got == key == current_key() and default_security().authenticated
+    # decided once: a later call keeps it, whatever the environment says
+    assert env_key({"ACTORFLOW_CLUSTER_KEY": "/nonexistent"}) == key
+
+
+def test_insecure_ranks_open_unauthenticated_sockets(undecided):
+    assert env_key({"ACTORFLOW_INSECURE": "1"}) is None
+    assert key_decided() and not default_security().authenticated
+
+
+def test_a_rank_with_no_key_and_no_insecure_is_refused(undecided):
+    with pytest.raises(LaunchError, match=r"rank 3 of 4 has no cluster key, so its sockets "
+                                          r"would accept anyone: set ACTORFLOW_CLUSTER_KEY"):
+        env_key({}, who="rank 3 of 4")
+    assert not key_decided()
