@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actorflow.errors import CollectiveError, RankLost, RegistryError, WaitTimeout
-from actorflow.transport.codec import encode_head
+from actorflow.transport.codec import encode, encode_head
 from actorflow.transport.mesh import MESH
 from actorflow.transport.registry import context
 
@@ -212,6 +212,45 @@ def test_malformed_messages_are_dropped_and_counted():
     res = run_ranks(2, body)
     assert np.array_equal(res[0][0], np.full(3, 3.0))
     assert res[0][1] == 3  # wrong framing, wrong version, sender rank out of range
+
+
+@pytest.mark.parametrize("op, forged, needle", [
+    # a ring chunk (reduce-scatter, step 0, chunk 0) of 5 bytes where 3 float64 are due
+    ("all_reduce", ["0,1:all_reduce[ring]", 1, 0, ["<f8", 6]], "rank 1 sent a chunk of 1 "
+     "frames and 5 bytes where rank 0 expects one frame of 3 x float64 (24 bytes)"),
+    # a broadcast's first chunk from rank 1, 5 bytes for a 3 x float64 tensor
+    ("broadcast", ["0,1:broadcast", 1, 0, ["<f8", [3]]], "rank 1 sent a chunk of 1 frames "
+     "and 5 bytes where rank 0 expects one frame of 3 x float64 (24 bytes)"),
+])
+def test_a_malformed_part_from_a_rank_is_an_error_naming_it(op, forged, needle):
+    """A well-framed message whose contents break the operation (what only a rank holding
+    the run's key could send, or a bug) fails the receiving rank with a CollectiveError,
+    never a numpy exception; the other rank ends either way (done, or within the timeout)."""
+    def call(g):
+        if op == "all_reduce":
+            return g.all_reduce(np.arange(6.0))
+        return g.broadcast(np.arange(3.0) if g.rank == 1 else None, root=1)
+
+    def body(g):
+        if g.rank == 0:
+            sender = context().socket(zmq.PUSH)
+            sender.linger = 2000
+            sender.connect(g.channel.mesh.address)
+            sender.send_multipart(encode(MESH, [1, forged], [("", np.arange(5, dtype=np.uint8))]))
+            sender.close()
+            time.sleep(0.3)  # the forgery is queued before rank 1's real part
+        else:
+            time.sleep(0.5)
+            try:
+                return call(g)
+            except (CollectiveError, WaitTimeout) as e:
+                return e
+        with pytest.raises(CollectiveError) as e:
+            call(g)
+        return str(e.value)
+
+    got = run_ranks(2, body, timeout=2.0, **RING)
+    assert needle in got[0], got[0]
 
 
 def test_shared_memory_path_grows_its_buffers_and_checks_shapes():
