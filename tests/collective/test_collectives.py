@@ -221,6 +221,9 @@ def test_malformed_messages_are_dropped_and_counted():
     # a broadcast's first chunk from rank 1, 5 bytes for a 3 x float64 tensor
     ("broadcast", ["0,1:broadcast", 1, 0, ["<f8", [3]]], "rank 1 sent a chunk of 1 frames "
      "and 5 bytes where rank 0 expects one frame of 3 x float64 (24 bytes)"),
+    # an all-gather's size exchange that is no [dtype, shape]
+    ("all_gather", ["0,1:all_gather", 1, 0, "junk"], "rank 1 sent 'junk' where a [dtype, "
+     "shape] of 1 dims is due"),
 ])
 def test_a_malformed_part_from_a_rank_is_an_error_naming_it(op, forged, needle):
     """A well-framed message whose contents break the operation (what only a rank holding
@@ -229,6 +232,8 @@ def test_a_malformed_part_from_a_rank_is_an_error_naming_it(op, forged, needle):
     def call(g):
         if op == "all_reduce":
             return g.all_reduce(np.arange(6.0))
+        if op == "all_gather":
+            return g.all_gather(np.arange(3.0))
         return g.broadcast(np.arange(3.0) if g.rank == 1 else None, root=1)
 
     def body(g):

@@ -54,6 +54,19 @@ def exchange(op: Op, payload: Any, part: int = 0) -> list[Any]:
     return [payload if p == g.rank else op.recv(p, part)[0] for p in range(g.size)]
 
 
+def exchange_metas(op: Op, x: np.ndarray, part: int = 0) -> list[list]:
+    """Every rank's ``[dtype, shape]`` of ``x``, each checked to be one (a rank that sent
+    anything else is named, before any caller unpacks it)."""
+    metas = exchange(op, [x.dtype.str, list(x.shape)], part)
+    for p, m in enumerate(metas):
+        if not (isinstance(m, list) and len(m) == 2 and isinstance(m[0], str)
+                and isinstance(m[1], list) and len(m[1]) == x.ndim
+                and all(isinstance(s, int) and s >= 0 for s in m[1])):
+            raise CollectiveError(f"{op.what}: rank {op.group.ranks[p]} sent {m!r:.80} where "
+                                  f"a [dtype, shape] of {x.ndim} dims is due")
+    return metas
+
+
 def all_reduce(op: Op, x: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
     g = op.group
     for p in range(g.size):

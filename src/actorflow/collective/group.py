@@ -178,7 +178,7 @@ class ProcessGroup:
         if self.size == 1:
             return x.copy()
         front = np.ascontiguousarray(np.moveaxis(x, axis, 0))
-        metas = direct.exchange(call, [x.dtype.str, list(front.shape)])
+        metas = direct.exchange_metas(call, front)
         for p, (dt, shape) in enumerate(metas):
             if dt != x.dtype.str or list(shape[1:]) != list(front.shape[1:]):
                 raise CollectiveError(

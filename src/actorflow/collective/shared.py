@@ -82,7 +82,7 @@ class Arena:
 
 
 def _metas(op: Op, x: np.ndarray, same_shape: bool) -> list[list]:
-    metas = direct.exchange(op, [x.dtype.str, list(x.shape)], part=META)
+    metas = direct.exchange_metas(op, x, part=META)
     g = op.group
     for p, (dt, shape) in enumerate(metas):
         if dt != x.dtype.str or (same_shape and list(shape) != list(x.shape)) or (
