@@ -215,13 +215,16 @@ def test_a_key_holder_sending_garbage_fails_the_run_naming_it(flowlaunch):
 @pytest.mark.parametrize("how", [("--nproc-per-node", "2", "--master-port", "0"),
                                  ("sim", "--machines", "2"),
                                  ("sim", "--machines", "2", "--insecure")])
-def test_each_spmd_launch_hands_its_ranks_a_key_of_its_own(flowlaunch, how):
+def test_each_spmd_launch_hands_its_ranks_a_key_of_its_own(flowlaunch, how, tmp_path):
     """``--nproc-per-node`` and ``sim script.py`` make a key per run, hand the ranks the path
     of a 0600 file in a 0700 directory, and remove it at the end; ``--insecure`` warns and
-    hands none (the ranks then meet unauthenticated)."""
+    hands none (the ranks then meet unauthenticated).  A variable left in the user's shell
+    (the other one) does not override what this run decided."""
     script = os.path.join(os.path.dirname(__file__), "scripts", "key_env.py")
     args = [how[0], script, *how[1:]] if how[0] == "sim" else [*how, script]
-    r = flowlaunch.run(*args, env={"ACTORFLOW_CLUSTER_KEY": ""}, timeout=60)
+    shell = ({"ACTORFLOW_CLUSTER_KEY": str(ClusterKey.generate().write(tmp_path / "k"))}
+             if "--insecure" in how else {"ACTORFLOW_CLUSTER_KEY": "", "ACTORFLOW_INSECURE": "1"})
+    r = flowlaunch.run(*args, env=shell, timeout=60)
     assert r.returncode == 0, r.stderr[-3000:]
     docs = [json.loads(s.split("KEY ", 1)[1]) for s in r.stdout.splitlines() if "KEY " in s]
     assert sorted(d["rank"] for d in docs) == [0, 1], r.stdout

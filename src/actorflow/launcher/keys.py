@@ -115,14 +115,15 @@ def key_env(args: argparse.Namespace, run_id: str) -> Iterator[dict[str, str]]:
     ``ACTORFLOW_INSECURE=1`` after ``--insecure`` warned."""
     key = setup_key(args, make=True)
     given = getattr(args, "cluster_key", None)
+    # both variables, always: one inherited from the user's shell must not override this run
     if key is None:
-        yield {ENV_INSECURE: "1"}
+        yield {ENV_INSECURE: "1", ENV_KEY: ""}
     elif given:
-        yield {ENV_KEY: str(Path(given).resolve())}  # a path, never the key, in the env
+        yield {ENV_KEY: str(Path(given).resolve()), ENV_INSECURE: ""}  # a path, never the key
     else:
         path = write_private(key, run_id)
         try:
-            yield {ENV_KEY: str(path)}
+            yield {ENV_KEY: str(path), ENV_INSECURE: ""}
         finally:
             shutil.rmtree(path.parent, ignore_errors=True)
 
