@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import actorflow as af
-from actorflow.errors import LaunchError
+from actorflow.errors import LaunchError, UsageError
 from actorflow.launcher.keys import env_key
 from actorflow.spmd import world_info
 from actorflow.transport import auth, security
@@ -80,3 +80,11 @@ def test_a_rank_with_no_key_and_no_insecure_is_refused(undecided):
                                           r"would accept anyone: set ACTORFLOW_CLUSTER_KEY"):
         env_key({}, who="rank 3 of 4")
     assert not key_decided()
+
+
+def test_init_process_group_refuses_to_open_sockets_with_no_key_decided(undecided):
+    info = af.collective.WorldInfo(0, 2, "127.0.0.1", 1)
+    with pytest.raises(UsageError, match=r"no cluster key, so the group's sockets would "
+                                         r"accept anyone: call actorflow\.transport\.auth"):
+        af.collective.init_process_group(info, None)
+    assert not af.collective.is_initialized()

@@ -5,6 +5,9 @@ plane provides one at ``MASTER_ADDR:MASTER_PORT``).  This package does not impor
 launcher: the top level installs a factory with ``set_rendezvous_factory`` and
 ``world()`` calls it on first use, so a script needs no extra ports or setup calls.
 
+The group's sockets use the process's key (``transport.auth.use_key``; the factory takes
+it from the launcher): a world of several ranks is refused while no key was decided.
+
 Setup: every rank binds its inbox, publishes its address, reads everyone else's, connects,
 and passes a barrier over the data plane itself (which proves every link); then
 the rendezvous is closed (its port is only needed while ranks meet).
@@ -21,6 +24,7 @@ from typing import Any, Protocol
 from actorflow.collective.channel import Channel
 from actorflow.collective.group import DEFAULT_TIMEOUT, ProcessGroup
 from actorflow.errors import CollectiveError, UsageError
+from actorflow.transport.auth import key_decided
 from actorflow.transport.mesh import Mesh, reachable_host
 
 
@@ -87,6 +91,11 @@ def init_process_group(info: WorldInfo, rendezvous: Rendezvous | None, *,
         raise UsageError("the process group is already set up; call destroy() first")
     if not 0 <= info.rank < info.world_size:
         raise UsageError(f"rank {info.rank} out of range for world size {info.world_size}")
+    if info.world_size > 1 and not key_decided():  # its sockets would take anyone's bytes
+        raise UsageError("init_process_group: this process has no cluster key, so the group's "
+                         "sockets would accept anyone: call actorflow.transport.auth.use_key("
+                         "ClusterKey.read(FILE)) first (the same key file on every rank), or "
+                         "use_key(None) to run without authentication")
     _generation += 1
     mesh = Mesh(info.rank, info.world_size, reachable_host(info.master_host))
     try:
