@@ -2,13 +2,14 @@
 
 ``flowlaunch --nproc-per-node 3`` runs a paced all-reduce (``scripts/paced_all_reduce.py``,
 ring path: the data crosses the mesh's sockets).  A stranger finds the ports the ranks'
-processes listen on, in both phases of a run: while ranks meet (rank 0's rendezvous, the
-last rank joins late) and while they compute (every rank's mesh inbox).  It asks the
-rendezvous for its store, sends garbage, raw bytes, and well-formed forgeries (a rank's
-all-reduce contribution for a later round).  With the run's key none of it reaches a
-decoder: the run ends with exit 0 and exactly numpy's numbers.  The ``--insecure`` control
-shows the same forgery *does* change a rank's numbers when nothing authenticates, and a
-holder of the key who sends a malformed message fails the run with an error naming it.
+processes listen on, in both phases of a run: while ranks meet (rank 0's rendezvous; the
+last rank joins only after the attack) and while they compute (every rank's mesh inbox).
+It asks the rendezvous for its store, sends garbage, raw bytes, and well-formed forgeries
+(a rank's all-reduce contribution for a later round).  With the run's key none of it
+reaches a decoder: the run ends with exit 0 and exactly numpy's numbers.  The
+``--insecure`` control shows the same forgery *does* change a rank's numbers when nothing
+authenticates, and a holder of the key who sends a malformed message fails the run with an
+error naming it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from actorflow.transport.mesh import MESH
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "paced_all_reduce.py")
 N, ROUNDS = 3, 20
-RUN_ENV = {"ROUNDS": str(ROUNDS), "PACE": "0.1", "JOIN_DELAY": "2.5",
+RUN_ENV = {"ROUNDS": str(ROUNDS), "PACE": "0.1",
            "ACTORFLOW_COLLECTIVE_SHM": "0"}  # the large all-reduce goes around the ring
 TOTAL = ROUNDS * (10 + 4_999_950_000) * 6 + 3 * 100_005 * sum(range(ROUNDS))
 
@@ -84,9 +85,11 @@ class Lines:
         return "".join(self.err)
 
 
-def _start(flowlaunch: Launcher, port: int, *extra: str) -> tuple[str, object, Lines]:
+def _start(flowlaunch: Launcher, port: int, *extra: str, gate: str = ""
+           ) -> tuple[str, object, Lines]:
+    """The run; with ``gate``, its last rank joins only once that file exists."""
     tag, p = flowlaunch.start("--nproc-per-node", N, "--master-port", port, *extra, SCRIPT,
-                              env=RUN_ENV)
+                              env={**RUN_ENV, "JOIN_GATE": gate})
     return tag, p, Lines(p)
 
 
@@ -130,10 +133,11 @@ def _results(lines: Lines) -> dict[int, dict]:
     return {d["rank"]: d for d in docs}
 
 
-def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch):
+def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch, tmp_path):
     port = free_port("127.0.0.1")
-    tag, p, lines = _start(flowlaunch, port)
-    # phase 1: the ranks meet; the last one is late, so rank 0's rendezvous is open
+    gate = tmp_path / "join"
+    tag, p, lines = _start(flowlaunch, port, gate=str(gate))
+    # phase 1: the ranks meet; the last one waits for the gate, so rank 0's rendezvous is open
     _wait_listening(tag, port)
     assert ask_for_results(port, wait=0.4) == []  # no key: no answer at all
     assert ask_for_results(port, key=(ClusterKey.generate().public, b""), wait=0.4) == []
@@ -144,6 +148,7 @@ def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch):
     inject(port, meet, zmq.DEALER)
     raw_bytes(port, [os.urandom(8), b"\xff" * 64])
     assert port in {p for _ip, p in listening(tagged_pids(tag))}, "attacked too late"
+    gate.touch()  # the last rank joins
     # phase 2: every rank's mesh inbox, while the all-reduces run
     lines.wait("MESH UP", N, 30)
     pids = _rank_pids(tag)

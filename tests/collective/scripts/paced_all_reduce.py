@@ -1,7 +1,8 @@
-"""A slow all-reduce for attack tests: the last rank joins ``JOIN_DELAY`` seconds late (the
-rendezvous stays open meanwhile), then every rank all-reduces a small tensor (direct path)
-and a large one (ring, or shared memory) ``ROUNDS`` times, ``PACE`` seconds apart, and
-prints one JSON line: whether every result was exactly numpy's, and their total."""
+"""A slow all-reduce for attack tests: the last rank joins only once the file
+``JOIN_GATE`` exists (the rendezvous stays open meanwhile), then every rank all-reduces a
+small tensor (direct path) and a large one (ring, or shared memory) ``ROUNDS`` times,
+``PACE`` seconds apart, and prints one JSON line: whether every result was exactly
+numpy's, and their total."""
 
 import json
 import os
@@ -15,8 +16,11 @@ import actorflow as af
 r, n = af.env.rank, af.env.world_size
 rounds = int(os.environ.get("ROUNDS", "20"))
 pace = float(os.environ.get("PACE", "0.1"))
-if r == n - 1:
-    time.sleep(float(os.environ.get("JOIN_DELAY", "0")))
+gate = os.environ.get("JOIN_GATE", "")
+if r == n - 1 and gate:  # join once the test says so (at most 15 s): the rendezvous waits
+    deadline = time.monotonic() + 15
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.02)
 try:
     g = af.env.process_group
     print(f"MESH UP rank {r}", flush=True)
