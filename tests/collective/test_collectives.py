@@ -258,6 +258,19 @@ def test_a_malformed_part_from_a_rank_is_an_error_naming_it(op, forged, needle):
     assert needle in got[0], got[0]
 
 
+def test_small_reduce_scatter_of_different_shapes_is_named_not_broadcast():
+    """Rank 0 passes (4, 2), rank 1 (2, 2): rank 1's (1, 2) part would broadcast into rank
+    0's (2, 2) without a word; both ranks fail naming the other instead."""
+    def body(g):
+        with pytest.raises(CollectiveError) as e:
+            g.reduce_scatter(np.ones((4 if g.rank == 0 else 2, 2)))
+        return str(e.value)
+
+    msgs = run_ranks(2, body)
+    assert "rank 1 sent (1, 2) float64 for rank 0's part, which is (2, 2) float64" in msgs[0]
+    assert "rank 0 sent (2, 2) float64 for rank 1's part, which is (1, 2) float64" in msgs[1]
+
+
 def test_shared_memory_path_grows_its_buffers_and_checks_shapes():
     """One host: large calls go through shared buffers that grow with the largest call;
     a rank with another shape is named before any byte is read."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from actorflow.collective.direct import array_meta, exchange, from_frame
-from actorflow.errors import ConsistencyError
+from actorflow.errors import CollectiveError, ConsistencyError
 
 if TYPE_CHECKING:
     from actorflow.collective.group import ProcessGroup
@@ -41,6 +41,9 @@ def check_consistent(group: ProcessGroup, meta: Mapping[str, Any],
         data = data if data.flags.c_contiguous else data.copy()
         op.send(right, DATA_PART, [data] if data.size else [], array_meta(data))
     theirs, _ = op.recv(left, META_PART)
+    if not isinstance(theirs, dict):
+        raise CollectiveError(f"{op.what}: rank {group.ranks[left]} sent {theirs!r:.60} where "
+                              "its meta (a map) is due")
     problems = [f"{k}: {theirs.get(k)!r} on rank {group.ranks[left]} but {mine.get(k)!r} on "
                 f"rank {group.global_rank}"
                 for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
@@ -49,6 +52,10 @@ def check_consistent(group: ProcessGroup, meta: Mapping[str, Any],
         problems += _compare(from_frame(dmeta, frames, op.what), data, group.ranks[left],
                              group.global_rank)
     verdicts = exchange(op, problems, part=VERDICT_PART)
+    for rank, v in zip(group.ranks, verdicts):
+        if not (isinstance(v, list) and all(isinstance(p, str) for p in v)):
+            raise CollectiveError(f"{op.what}: rank {rank} sent {v!r:.60} where its verdict "
+                                  "(a list of problems) is due")
     found = [p for v in verdicts for p in v]
     if found:
         raise ConsistencyError(f"ranks disagree on {what}: " + "; ".join(found))

@@ -159,6 +159,13 @@ class ProcessGroup:
         elif small:
             pieces = [front[a:b] for a, b in bounds]
             got = direct.all_to_all(call, pieces)
+            want = pieces[self.rank]
+            for p, other in enumerate(got):
+                if other.shape != want.shape or other.dtype != want.dtype:
+                    raise CollectiveError(  # numpy would broadcast (1, k) into (m, k)
+                        f"{call.what}: rank {self.ranks[p]} sent {other.shape} {other.dtype} "
+                        f"for rank {self.global_rank}'s part, which is {want.shape} "
+                        f"{want.dtype}: the ranks called it with different tensors")
             mine = got[0].copy()
             for other in got[1:]:
                 ufunc(mine, other, out=mine)

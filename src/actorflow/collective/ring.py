@@ -38,7 +38,7 @@ def part(phase: int, step: int, chunk: int) -> int:
 
 
 def _check(op: Op, src: int, meta: Any, want: list) -> None:
-    if list(meta or ()) != want:
+    if not isinstance(meta, list) or meta != want:
         raise CollectiveError(
             f"{op.what}: rank {op.group.ranks[src]} sent {meta} (dtype, elements) but rank "
             f"{op.group.global_rank} has {want}: the ranks called it with different tensors")
