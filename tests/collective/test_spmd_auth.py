@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
-import threading
 import time
 
 import numpy as np
 import pytest
 import zmq
-from tests.launcher.helpers import Launcher, tagged_pids
+from tests.launcher.helpers import tagged_pids
 from tests.launcher.stranger import ask_for_results, ctrl, inject, listening, raw_bytes
 
 from actorflow.launcher.ports import free_port
@@ -32,79 +30,9 @@ from actorflow.transport import codec
 from actorflow.transport.auth import ClusterKey, secure_client
 from actorflow.transport.mesh import MESH
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "paced_all_reduce.py")
-N, ROUNDS = 3, 20
-RUN_ENV = {"ROUNDS": str(ROUNDS), "PACE": "0.1",
-           "ACTORFLOW_COLLECTIVE_SHM": "0"}  # the large all-reduce goes around the ring
-TOTAL = ROUNDS * (10 + 4_999_950_000) * 6 + 3 * 100_005 * sum(range(ROUNDS))
+from .spmd_run import ROUNDS, TOTAL, N, flowlaunch, rank_pids, results, run_key, start
 
-
-@pytest.fixture
-def flowlaunch():
-    launcher = Launcher()
-    yield launcher
-    left = launcher.cleanup()
-    assert not left, f"processes of a flowlaunch run were left behind: {left}"
-
-
-class Lines:
-    """The run's stdout and stderr, read on threads so every wait here is bounded."""
-
-    def __init__(self, p) -> None:
-        self.p = p
-        self.seen: list[str] = []
-        self.err: list[str] = []
-        self._q: queue.Queue[str] = queue.Queue()
-        self._threads = [threading.Thread(target=self._read, args=(p.stdout, self._q.put),
-                                          daemon=True),
-                         threading.Thread(target=self._read, args=(p.stderr, self.err.append),
-                                          daemon=True)]
-        for t in self._threads:
-            t.start()
-
-    @staticmethod
-    def _read(stream, put) -> None:
-        for line in stream:
-            put(line)
-
-    def wait(self, needle: str, count: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while sum(needle in s for s in self.seen) < count:
-            try:
-                self.seen.append(self._q.get(timeout=max(0.01, deadline - time.monotonic())))
-            except queue.Empty:
-                raise AssertionError(f"never saw {count} x {needle!r}: {self.seen}") from None
-
-    def rest(self, timeout: float) -> str:
-        """Wait for the run to end; its stderr."""
-        self.p.wait(timeout=timeout)
-        for t in self._threads:
-            t.join(5)
-        while not self._q.empty():
-            self.seen.append(self._q.get())
-        return "".join(self.err)
-
-
-def _start(flowlaunch: Launcher, port: int, *extra: str, gate: str = ""
-           ) -> tuple[str, object, Lines]:
-    """The run; with ``gate``, its last rank joins only once that file exists."""
-    tag, p = flowlaunch.start("--nproc-per-node", N, "--master-port", port, *extra, SCRIPT,
-                              env={**RUN_ENV, "JOIN_GATE": gate})
-    return tag, p, Lines(p)
-
-
-def _rank_pids(tag: str) -> dict[int, int]:
-    """rank -> pid of the run's script processes (the launcher has no RANK variable)."""
-    out = {}
-    for pid in tagged_pids(tag):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-        except OSError:
-            continue
-        if b"RANK" in env:
-            out[int(env[b"RANK"])] = pid
-    return out
+__all__ = ["flowlaunch"]  # the fixture, used by name
 
 
 def _wait_listening(tag: str, port: int, timeout: float = 20.0) -> None:
@@ -128,15 +56,10 @@ def _later_rounds() -> list[list[bytes]]:
     return [_forged_contribution(2 + 2 * i, 1) for i in range(ROUNDS // 2, ROUNDS)]
 
 
-def _results(lines: Lines) -> dict[int, dict]:
-    docs = [json.loads(s.split("RESULT ", 1)[1]) for s in lines.seen if "RESULT " in s]
-    return {d["rank"]: d for d in docs}
-
-
 def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch, tmp_path):
     port = free_port("127.0.0.1")
     gate = tmp_path / "join"
-    tag, p, lines = _start(flowlaunch, port, gate=str(gate))
+    tag, p, lines = start(flowlaunch, port, gate=str(gate))
     # phase 1: the ranks meet; the last one waits for the gate, so rank 0's rendezvous is open
     _wait_listening(tag, port)
     assert ask_for_results(port, wait=0.4) == []  # no key: no answer at all
@@ -151,7 +74,7 @@ def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch, tmp_path
     gate.touch()  # the last rank joins
     # phase 2: every rank's mesh inbox, while the all-reduces run
     lines.wait("MESH UP", N, 30)
-    pids = _rank_pids(tag)
+    pids = rank_pids(tag)
     where = listening(list(pids.values()))
     assert len(where) >= N and {ip for ip, _p in where} == {"127.0.0.1"}, where
     for _ip, target in sorted(where):
@@ -160,7 +83,7 @@ def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch, tmp_path
         raw_bytes(target, [os.urandom(8), os.urandom(4096)])
     err = lines.rest(60)
     assert p.returncode == 0, err[-3000:]
-    res = _results(lines)
+    res = results(lines)
     assert sorted(res) == list(range(N)), lines.seen
     for r, d in res.items():  # exactly numpy's numbers, and nothing reached a decoder
         assert d["ok"] and d["total"] == TOTAL and d["dropped"] == 0, (r, d)
@@ -171,15 +94,15 @@ def test_insecure_lets_the_same_stranger_change_the_numbers(flowlaunch):
     """The control: with --insecure the run still works (and warns), the garbage is dropped
     and logged, but the forged contribution is taken as rank 1's: rank 0 computes wrong."""
     port = free_port("127.0.0.1")
-    tag, p, lines = _start(flowlaunch, port, "--insecure")
+    tag, p, lines = start(flowlaunch, port, "--insecure")
     lines.wait("MESH UP", N, 30)
-    target = {p for _ip, p in listening([_rank_pids(tag)[0]])}
+    target = {p for _ip, p in listening([rank_pids(tag)[0]])}
     assert len(target) == 1, target
     inject(target.pop(), [*_later_rounds(), [b"\xc1junk"]], zmq.PUSH)
     err = lines.rest(60)
     assert p.returncode == 0, err[-3000:]
     assert "warning: --insecure" in err
-    res = _results(lines)
+    res = results(lines)
     assert not res[0]["ok"] and res[0]["dropped"] >= 1, res[0]  # the forgery counted
     assert res[1]["ok"] and res[2]["ok"] and res[1]["total"] == TOTAL, res
     out = "".join(lines.seen)  # a rank's stderr comes out here, prefixed "[rank N]"
@@ -191,12 +114,10 @@ def test_a_key_holder_sending_garbage_fails_the_run_naming_it(flowlaunch):
     """An authenticated peer (it read the run's key file) that sends a malformed message:
     the receiving rank fails at once with an error naming the message and its sender."""
     port = free_port("127.0.0.1")
-    tag, p, lines = _start(flowlaunch, port)
+    tag, p, lines = start(flowlaunch, port)
     lines.wait("MESH UP", N, 30)
-    pid0 = _rank_pids(tag)[0]
-    with open(f"/proc/{pid0}/environ", "rb") as f:
-        env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-    key = ClusterKey.read(env[b"ACTORFLOW_CLUSTER_KEY"].decode())
+    pid0 = rank_pids(tag)[0]
+    key = run_key(pid0)
     (target,) = {p for _ip, p in listening([pid0])}
     ctx = zmq.Context()
     s = ctx.socket(zmq.PUSH)
