@@ -21,11 +21,17 @@ from actorflow.transport.security import NO_SECURITY
 GARBAGE = [[b"\xc1not msgpack"], codec.encode(MESH, [5, "x"]), codec.encode(MESH, "x")]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _zap_of_this_module():
+    """The data context's ZAP handler, started by the first CURVE mesh here, is stopped once
+    at the end (stopping and restarting it per test races on its inproc endpoint)."""
+    yield
+    stop_zap(context("data"))
+
+
 @pytest.fixture
 def key():
-    key = ClusterKey.generate()
-    yield key
-    stop_zap(context("data"))  # the ZAP handler of the data context this test started
+    return ClusterKey.generate()
 
 
 def _send(address: str, frames_list: list[list[bytes]], key: ClusterKey | None) -> None:
