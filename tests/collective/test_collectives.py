@@ -271,6 +271,33 @@ def test_small_reduce_scatter_of_different_shapes_is_named_not_broadcast():
     assert "rank 0 sent (2, 2) float64 for rank 1's part, which is (1, 2) float64" in msgs[1]
 
 
+def test_messages_of_finished_ops_are_dropped_not_kept():
+    """A stray sender's messages for ops this rank has finished, or for parts nobody waits
+    for, do not pile up: older ops' messages are dropped on arrival or when the group moves
+    on, and counted."""
+    def body(g):
+        first = g.all_reduce(np.full(3, g.rank + 1.0))  # op 1
+        if g.rank == 0:
+            stray = context().socket(zmq.PUSH)
+            stray.linger = 2000
+            stray.connect(g.channel.mesh.address)
+            for i in range(100):
+                stray.send_multipart(encode(MESH, [1, ["0,1:all_reduce[direct]", 1, 0, i]]))
+                stray.send_multipart(encode(MESH, [1, ["0,1:all_reduce[direct]", 2, 99 + i, i]]))
+            stray.close()
+            time.sleep(0.3)  # all of it waits in rank 0's inbox
+        else:
+            time.sleep(0.5)
+        second = g.all_reduce(np.full(3, 2.0 * (g.rank + 1)))  # op 2: op 1's are stale
+        third = g.all_reduce(np.full(3, 3.0 * (g.rank + 1)))  # op 3: op 2's parts 99.. too
+        return first, second, third, len(g.channel._early), g.channel.stale
+
+    res = run_ranks(2, body)
+    for first, second, third, _early, _stale in res:
+        assert np.all(first == 3.0) and np.all(second == 6.0) and np.all(third == 9.0)
+    assert res[0][3:] == (0, 200), res[0][3:]
+
+
 def test_shared_memory_path_grows_its_buffers_and_checks_shapes():
     """One host: large calls go through shared buffers that grow with the largest call;
     a rank with another shape is named before any byte is read."""

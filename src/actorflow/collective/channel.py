@@ -4,7 +4,9 @@ A message's key is ``["<group id>:<op name>", op sequence number, part, meta]``;
 names the sender and ``(tag, seq, part)`` and keeps messages that arrive early for later.
 A message from that sender for the same group and sequence number but another op name
 means the ranks called different collectives (or sizes that chose different algorithms):
-that fails at once, naming both, instead of waiting out the timeout.  Every
+that fails at once, naming both, instead of waiting out the timeout.  Messages kept for
+later belong to the current or a later op of their group: a group's ops run in order and
+consume what they are sent, so older ones are dropped and counted (``stale``).  Every
 wait has a deadline, and fails at once (after a short grace for bytes still in flight)
 when any rank the operation depends on has died or left, naming that rank.
 """
@@ -30,6 +32,8 @@ class Channel:
         self.mesh = mesh
         self.rank = mesh.rank
         self._early: dict[tuple[int, str, int, int], tuple[Any, list]] = {}
+        self._at: dict[str, int] = {}  # group id -> the op sequence number waited in last
+        self.stale = 0  # messages of an op this rank had finished: dropped
         self.failed: int | None = None  # the dead rank a wait last reported, if any
 
     def send(self, peer: int, tag: Tag, frames: Sequence[Any] = (), meta: Any = None) -> None:
@@ -43,6 +47,9 @@ class Channel:
         ``what`` names the operation for error messages.
         """
         key = (src, *tag)
+        group = tag[0].partition(":")[0]
+        if tag[1] > self._at.get(group, tag[1] - 1):
+            self._move_on(group, tag[1])
         found = self._early.pop(key, None)
         if found is not None:
             return found
@@ -72,7 +79,19 @@ class Channel:
                     f"rank {src} called {gid.partition(':')[2]} #{seq} where rank {self.rank} "
                     f"called {what}: the ranks must call the same collectives in the same "
                     "order, with tensors of the same size")
+            if seq < self._at.get(gid.partition(":")[0], seq):
+                self.stale += 1  # leftovers of an op that failed here, or a stray sender's
+                continue
             self._early[(peer, gid, seq, part)] = (meta, frames)
+
+    def _move_on(self, group: str, seq: int) -> None:
+        """This rank waits in op ``seq`` of ``group`` now: every member runs a group's ops in
+        order and consumes all it is sent within the op, so parked messages of its earlier
+        ops can never be taken (what a failed op left behind) and are dropped."""
+        self._at[group] = seq
+        for k in [k for k in self._early if k[2] < seq and k[1].partition(":")[0] == group]:
+            del self._early[k]
+            self.stale += 1
 
     def _check_peers(self, src: int, watch: tuple[int, ...], what: str) -> None:
         """Raise ``RankLost`` if a rank this wait depends on died or left.  A death is
