@@ -5,6 +5,10 @@ runs ``sh -c REMOTE``.  With $FAKE_SSH_NETNS="addr=ns,addr=ns" a host address ma
 network namespace, and the command runs inside it (``ip netns exec``): a "host" of its own.
 With $FAKE_SSH_DETACH=1 the remote command runs in its own session behind a stdin pipe, as
 under a real sshd: killing this process does not kill it, only closes its stdin.
+With $FAKE_SSH_HOSTS_DIR=DIR each host has a temp and a shared-memory directory of its
+own, as a real host has: the command runs with TMPDIR=DIR/<host>/tmp, in a private mount
+namespace (``unshare -m``, root) where DIR/<host>/shm is mounted on /dev/shm.  What the
+launcher cleans on its own host then cannot be what cleaned another host's.
 """
 
 import json
@@ -21,6 +25,13 @@ while i < len(args) and args[i].startswith("-"):
 host, remote = args[i], " ".join(args[i + 1:])
 netns = dict(kv.split("=", 1) for kv in os.environ.get("FAKE_SSH_NETNS", "").split(",") if kv)
 argv = ["sh", "-c", remote]
+if os.environ.get("FAKE_SSH_HOSTS_DIR"):
+    tmp, shm = (os.path.join(os.environ["FAKE_SSH_HOSTS_DIR"], host, d) for d in ("tmp", "shm"))
+    os.makedirs(tmp, exist_ok=True)
+    os.makedirs(shm, exist_ok=True)
+    os.environ["TMPDIR"] = tmp
+    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind "$0" /dev/shm && exec sh -c "$1"', shm, remote]
 if host in netns:
     argv = ["ip", "netns", "exec", netns[host], *argv]
 if not os.environ.get("FAKE_SSH_DETACH"):

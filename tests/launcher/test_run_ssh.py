@@ -34,14 +34,17 @@ def test_ssh_command_has_port_identity_options_and_forwarded_env():
          "--env", "OMP_NUM_THREADS", "--python", "/opt/py/bin/python3", "--remote-dir",
          "/data/my job"])
     env = {"OMP_NUM_THREADS": "4", "ACTORFLOW_RUN_ID": "r1", "SECRET": "no"}
-    argv = ssh_command(args, "b", ["worker", "--rank", "1"], env)
+    argv = ssh_command(args, "b", 1, ["worker", "--rank", "1"], env)
     assert argv[:9] == ["ssh", "-o", "BatchMode=yes", "-p", "2222", "-i", "/k/id", "-o",
                         "Foo=bar"]
     assert argv[9] == "b"
     remote = argv[10]
     assert remote.startswith("cd '/data/my job' && exec env ")
     words = shlex.split(remote.split(" && ", 1)[1])
+    # the reaper runs the worker and cleans host b after it (test_remote_clean.py)
     assert words == ["exec", "env", "ACTORFLOW_RUN_ID=r1", "OMP_NUM_THREADS=4",
+                     "/opt/py/bin/python3", "-m", "actorflow.launcher.reaper", "--run-id", "r1",
+                     "--machine", "1", "--grace", "2.0", "--",
                      "/opt/py/bin/python3", "-m", "actorflow.launcher.cli", "worker",
                      "--rank", "1"]
     assert "SECRET" not in remote  # only named (and ACTORFLOW_*) variables travel
@@ -50,7 +53,7 @@ def test_ssh_command_has_port_identity_options_and_forwarded_env():
 def test_forwarding_an_unset_variable_is_an_error():
     args = build_parser().parse_args(["run", "j.py", "--hosts", "a", "--env", "NOPE"])
     with pytest.raises(LaunchError, match="--env NOPE: not set"):
-        ssh_command(args, "a", ["worker"], {})
+        ssh_command(args, "a", 0, ["worker"], {})
 
 
 def test_hostfile_forms(tmp_path):
