@@ -39,10 +39,22 @@ if not os.environ.get("FAKE_SSH_DETACH"):
 # Like a real sshd: the remote command lives in its own session, and its stdin is a pipe
 # that only this process writes, so it sees EOF exactly when this "connection" dies.
 import subprocess  # noqa: E402
+import threading  # noqa: E402
 
 child = subprocess.Popen(argv, stdin=subprocess.PIPE, start_new_session=True)
-for chunk in iter(lambda: os.read(0, 4096), b""):
-    child.stdin.write(chunk)
-    child.stdin.flush()
-child.stdin.close()
-sys.exit(child.wait())
+
+
+def relay() -> None:
+    try:
+        for chunk in iter(lambda: os.read(0, 4096), b""):
+            child.stdin.write(chunk)
+            child.stdin.flush()
+        child.stdin.close()
+    except OSError:
+        pass  # the remote command ended: its exit ends this "connection" too
+
+
+# like ssh: the session ends when the remote command exits (or when this process dies)
+threading.Thread(target=relay, daemon=True).start()
+code = child.wait()
+sys.exit(code if code >= 0 else 255)  # ssh: 255 when the remote command died by a signal
