@@ -139,7 +139,8 @@ def test_a_stop_signal_to_the_reaper_is_forwarded_to_the_worker(tmp_path, sig):
 @pytest.mark.parametrize("argv,needle", [
     (["--run-id", "", "--machine", "0", "--", "true"], "run id '': expected 1 to 64 letters"),
     (["--run-id", "ab", "--machine", "0", "true"], "expected OPTIONS -- COMMAND"),
-    (["--run-id", "ab", "--machine", "-1", "--", "true"], "--machine -1 and --grace 2"),
+    (["--run-id", "ab", "--machine", "-1", "--", "true"], "error: --machine -1: must not be"),
+    (["--run-id", "ab", "--machine", "0", "--grace", "-2", "--", "true"], "--grace -2: must"),
 ])
 def test_bad_reaper_arguments_are_one_line(argv, needle):
     r = subprocess.run([*REAPER, *argv], capture_output=True, text=True, timeout=30)

@@ -51,7 +51,7 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Options before ``--``, the worker's argv after it."""
     if "--" not in argv or argv.index("--") == len(argv) - 1:
-        raise LaunchError("reaper: expected OPTIONS -- COMMAND (the worker's argv)")
+        raise LaunchError("expected OPTIONS -- COMMAND (the worker's argv after --)")
     cut = argv.index("--")
     p = argparse.ArgumentParser(prog="python -m actorflow.launcher.reaper",
                                 description="Run a flowlaunch worker; clean its host after.")
@@ -61,9 +61,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                    help="seconds between each step of stopping the worker (default 2)")
     opts = p.parse_args(argv[:cut])
     check_run_id(opts.run_id)
-    if opts.machine < 0 or opts.grace < 0:
-        raise LaunchError(f"reaper: --machine {opts.machine} and --grace {opts.grace:g} "
-                          "must not be negative")
+    for flag, value in (("--machine", opts.machine), ("--grace", opts.grace)):
+        if value < 0:
+            raise LaunchError(f"{flag} {value:g}: must not be negative")
     return opts, argv[cut + 1:]
 
 
@@ -159,7 +159,7 @@ class Reaper:
         threading.Thread(target=_relay, args=(self.proc.stdin, self.eof),
                          name="flowlaunch-reaper-stdin", daemon=True).start()
 
-    def _on_signal(self, signum: int, frame: Any) -> None:
+    def on_signal(self, signum: int, frame: Any) -> None:
         self.signum = self.signum or signum
 
     def wait(self) -> int:
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     _become_subreaper()
     reaper = Reaper(opts.grace)
     for s in _STOP_SIGNALS:  # before the worker starts: a stop never finds us unprepared
-        signal.signal(s, reaper._on_signal)
+        signal.signal(s, reaper.on_signal)
     try:
         reaper.start(command)
     except OSError as e:
