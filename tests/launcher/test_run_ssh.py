@@ -11,18 +11,16 @@ import json
 import os
 import shlex
 import sys
-import time
 
 import numpy as np
 import pytest
-from tests.procs import pid_alive as _alive
 
 from actorflow.errors import LaunchError
 from actorflow.launcher.cli import build_parser
 from actorflow.launcher.cmd_run import ssh_command
 from actorflow.launcher.hosts import expand, parse_hostfile, parse_hosts
 
-from .helpers import JOBS, SAMPLE, cmdline, install_fake_ssh, tagged_pids
+from .helpers import SAMPLE, install_fake_ssh
 
 sys.path.insert(0, str(SAMPLE.parent))
 import sample_pipeline
@@ -34,14 +32,17 @@ def test_ssh_command_has_port_identity_options_and_forwarded_env():
          "--env", "OMP_NUM_THREADS", "--python", "/opt/py/bin/python3", "--remote-dir",
          "/data/my job"])
     env = {"OMP_NUM_THREADS": "4", "ACTORFLOW_RUN_ID": "r1", "SECRET": "no"}
-    argv = ssh_command(args, "b", ["worker", "--rank", "1"], env)
+    argv = ssh_command(args, "b", 1, ["worker", "--rank", "1"], env)
     assert argv[:9] == ["ssh", "-o", "BatchMode=yes", "-p", "2222", "-i", "/k/id", "-o",
                         "Foo=bar"]
     assert argv[9] == "b"
     remote = argv[10]
     assert remote.startswith("cd '/data/my job' && exec env ")
     words = shlex.split(remote.split(" && ", 1)[1])
+    # the reaper runs the worker and cleans host b after it (test_remote_clean.py)
     assert words == ["exec", "env", "ACTORFLOW_RUN_ID=r1", "OMP_NUM_THREADS=4",
+                     "/opt/py/bin/python3", "-m", "actorflow.launcher.reaper", "--run-id", "r1",
+                     "--machine", "1", "--grace", "2.0", "--",
                      "/opt/py/bin/python3", "-m", "actorflow.launcher.cli", "worker",
                      "--rank", "1"]
     assert "SECRET" not in remote  # only named (and ACTORFLOW_*) variables travel
@@ -50,7 +51,7 @@ def test_ssh_command_has_port_identity_options_and_forwarded_env():
 def test_forwarding_an_unset_variable_is_an_error():
     args = build_parser().parse_args(["run", "j.py", "--hosts", "a", "--env", "NOPE"])
     with pytest.raises(LaunchError, match="--env NOPE: not set"):
-        ssh_command(args, "a", ["worker"], {})
+        ssh_command(args, "a", 0, ["worker"], {})
 
 
 def test_hostfile_forms(tmp_path):
@@ -102,27 +103,3 @@ def test_run_over_fake_ssh_end_to_end(flowlaunch, tmp_path):
     for i, piece in enumerate(got):
         np.testing.assert_allclose(piece, sample_pipeline.expected(i), rtol=1e-5, atol=1e-6)
     assert "16 pieces on 2 machines" in r.stdout
-
-
-@pytest.mark.slow
-def test_remote_workers_stop_when_the_launcher_dies(flowlaunch, tmp_path):
-    """Signals do not cross ssh: remote workers stop when their stdin (the channel) closes."""
-    bin_dir = tmp_path / "bin"
-    install_fake_ssh(bin_dir)
-    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SSH_DETACH": "1"}
-    tag, p = flowlaunch.start("run", JOBS / "slow_pipeline.py", "--hosts",
-                              "127.0.0.1,localhost", "--master-port", 0, env=env)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "progress:" not in p.stderr.readline():
-        pass
-    workers = [pid for pid in tagged_pids(tag) if "worker" in cmdline(pid)]
-    assert len(workers) == 2
-    assert all(os.getsid(w) == w for w in workers)  # detached: out of the launcher's reach
-    p.kill()  # SIGKILL: no teardown by the launcher; its ssh children die with it
-    p.communicate(timeout=10)
-    deadline = time.monotonic() + 10
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(_alive(w) for w in workers), "remote workers outlived the launcher"
-
-

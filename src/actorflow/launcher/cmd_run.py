@@ -25,7 +25,9 @@ hostfile (MPI/DeepSpeed form; slots = workers on that host, default 1):
 
 Rank 0 runs on the first host and hosts the master at FIRST_HOST:--master-port.  Every
 host needs actorflow installed (same version) and the job file at the same path; the
-remote command is `cd $PWD && env ... PYTHON -m actorflow.launcher.cli worker ...`.
+remote command is `cd $PWD && env ... PYTHON -m actorflow.launcher.reaper ... -- PYTHON -m
+actorflow.launcher.cli worker ...`: the reaper runs the worker and, however it ends
+(even SIGKILLed), removes that host's shared memory and ipc directories of the run.
 """
 
 
@@ -55,16 +57,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def ssh_command(args: argparse.Namespace, host: str, wargs: list[str],
+def ssh_command(args: argparse.Namespace, host: str, rank: int, wargs: list[str],
                 env: dict[str, str]) -> list[str]:
-    """The local argv that starts one worker on ``host`` (pure: tested without ssh)."""
+    """The local argv that starts rank ``rank``'s worker on ``host`` under the reaper
+    (``reaper.py``: it cleans that host after the worker, however the worker ends).
+    Pure: tested without ssh."""
     names = sorted({*args.env, *(k for k in env if k.startswith("ACTORFLOW_"))})
     missing = [n for n in args.env if n not in env]
     if missing:
         raise LaunchError(f"--env {missing[0]}: not set in this environment, cannot forward it")
     assigns = [f"{n}={env[n]}" for n in names]
+    reaper = [args.python, "-m", "actorflow.launcher.reaper", "--run-id",
+              env["ACTORFLOW_RUN_ID"], "--machine", str(rank), "--grace", str(args.grace), "--"]
     remote = " ".join(shlex.quote(a) for a in
-                      ["env", *assigns, args.python, "-m", "actorflow.launcher.cli", *wargs])
+                      ["env", *assigns, *reaper, args.python, "-m", "actorflow.launcher.cli",
+                       *wargs])
     remote = f"cd {shlex.quote(args.remote_dir)} && exec {remote}"
     argv = [args.ssh, "-o", "BatchMode=yes"]
     if args.ssh_port is not None:
@@ -86,8 +93,8 @@ def main(args: argparse.Namespace) -> int:
         port = free_port("0.0.0.0")
 
     def over_ssh(rank: int, host: str, wargs: list[str], env: dict) -> tuple[list[str], dict]:
-        return ssh_command(args, host, wargs, env), env
+        return ssh_command(args, host, rank, wargs, env), env
 
     # ssh does not pass signals on: a remote worker stops when its stdin (the ssh channel)
-    # closes, i.e. when the launcher tears down or dies
+    # closes, i.e. when the launcher tears down or dies; its reaper then cleans that host
     return run_cluster(args, Cluster(hosts, hosts[0], port, over_ssh, stdin_link=True))

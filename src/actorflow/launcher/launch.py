@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from actorflow.launcher.keys import (
     setup_key,
     write_private,
 )
+from actorflow.launcher.leftovers import remove_leftovers
 from actorflow.launcher.monitor import Monitor
 from actorflow.launcher.outputs import run_check
 from actorflow.launcher.ports import local_address_towards
@@ -183,7 +182,7 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
             _drain(sink, final["summary"])
     finally:
         sup.teardown()
-        remove_leftovers(run_id)
+        remove_leftovers(run_id)  # this host's, every machine's (the key directory too)
         if sink is not None:
             sink.close(ok=code == 0 and monitor is not None and monitor.final is not None)
     if code == 0 and final is None:
@@ -222,23 +221,3 @@ def _drain(sink: OutputSink, summary: dict, wait: float = 5.0) -> None:
         raise LaunchError(f"the workers delivered {want} output pieces but the launcher "
                           f"received {got} within {wait:.0f}s")
 
-
-def remove_leftovers(run_id: str) -> None:
-    """Shared memory and ipc socket directories of this run that a killed worker (or unit
-    process) could not remove itself; called on every exit path of the launcher."""
-    for base, is_dir in (("/dev/shm", False), (tempfile.gettempdir(), True)):
-        try:
-            names = os.listdir(base)
-        except OSError:
-            continue
-        for name in names:
-            if not (name.startswith("actorflow") and run_id in name):
-                continue
-            path = os.path.join(base, name)
-            try:
-                if is_dir and os.path.isdir(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                elif not is_dir:
-                    os.unlink(path)
-            except OSError:
-                pass
