@@ -175,7 +175,9 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
             sink = OutputSink(sink_host, args.out, keep=check is not None, port=sink_port)
         monitor = Monitor(cluster.master_host, cluster.master_port, n, sys.stderr,
                           show_progress=not args.quiet, plan=plan_to_bytes(plan))
-        loop = RunLoop(sup, monitor, timeout=args.timeout, sink=sink)
+        dump_dirs = [default_dump_dir(os.getpid())] + (
+            [Path(args.trace).resolve()] if getattr(args, "trace", None) else [])
+        loop = RunLoop(sup, monitor, timeout=args.timeout, sink=sink, dump_dirs=dump_dirs)
         code = loop.run()
         final = monitor.final
         if code == 0 and final is not None:

@@ -12,21 +12,26 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from actorflow.actors.procstate import is_stopped
 from actorflow.launcher.monitor import Monitor
 from actorflow.launcher.report import failure_table, headline, root_cause
 from actorflow.launcher.sink import OutputSink
-from actorflow.launcher.supervisor import Supervisor
+from actorflow.launcher.stall_root import STALL_KINDS, merged_root
+from actorflow.launcher.supervisor import Child, Supervisor
 
 FROZEN_AFTER = 1.0  # s a child may stay stopped before the run is failed and it blamed
 
 
 class RunLoop:
     def __init__(self, sup: Supervisor, monitor: Monitor | None, *, settle: float = 1.0,
-                 timeout: float = 0.0, sink: OutputSink | None = None) -> None:
+                 timeout: float = 0.0, sink: OutputSink | None = None,
+                 dump_dirs: Sequence[Path] = ()) -> None:
         self.sup = sup
+        self.dump_dirs = list(dump_dirs)  # where the workers' flight dumps land (stalls)
         self.monitor = monitor
         self.sink = sink
         self.settle = settle
@@ -132,7 +137,21 @@ class RunLoop:
                         "SIGSTOP): its machine can make no progress")
             else:
                 root, line = root_cause(sup.children, err)
+                if err and err.get("kind") in STALL_KINDS:
+                    root, line = self._stall_root(root, line)
             print(headline(root, line), file=sys.stderr)
             print(failure_table(sup.children, root, line), file=sys.stderr, flush=True)
             return 1
         return 0
+
+    def _stall_root(self, root: Child | None, line: str) -> tuple[Child | None, str]:
+        """A stall: blame the machine every rank's merged dump names, not the first rank
+        whose watchdog spoke (that one may only see an actor waiting across the wire)."""
+        found = merged_root(self.dump_dirs, {c.pid for c in self.sup.children})
+        if found is None:
+            return root, line
+        report, machine = found
+        blamed = next((c for c in self.sup.children if c.rank == machine), None)
+        if blamed is None:
+            return root, line
+        return blamed, f"stall (every machine's dump merged): {report.sentence}"

@@ -212,6 +212,8 @@ class _Machine:
                 return self._run()
             except Aborted as e:
                 log(f"rank {cfg.rank}: {e}")
+                if self.diag is not None and self.node is not None:  # for the merged report
+                    self.diag.dump_once("aborted", str(e))
                 self._close_node()
                 client.send("bye")
                 return EXIT_ABORTED
@@ -372,8 +374,12 @@ class _Machine:
         log(f"error: {first}")
         if isinstance(e, KernelError) and e.traceback_text:
             log("original traceback:\n" + e.traceback_text.rstrip())
-        self._close_node()
+        if self.diag is not None and self.node is not None:  # the states, before closing
+            self.diag.dump_failure(e)
+        # tell the master before closing the node: closing waits for a unit stuck in a
+        # kernel (seconds), and meanwhile another rank's lesser error would be taken first
         self.client.send("error", error=err)  # the socket's linger delivers it on close
+        self._close_node()
 
     def _close_node(self) -> None:
         if self.driver is not None:

@@ -103,11 +103,18 @@ class Diagnostics:
         return path
 
     def dump_failure(self, error: BaseException) -> Path | None:
-        self._failure_dumped = True
-        path = self.dump("failed", str(error).splitlines()[0] if str(error) else repr(error))
+        path = self.dump_once("failed", str(error).splitlines()[0] if str(error) else repr(error))
         if path is not None:
             print(f"actorflow: run failed; flight recorder dumped to {path}", file=sys.stderr)
         return path
+
+    def dump_once(self, reason: str, error: str = "") -> Path | None:
+        """Dump the end of a run (failed, aborted by another machine) unless this run already
+        did (a stall dumps when it fires): one state per process for the launcher to merge."""
+        if self._failure_dumped or self.stall is not None:
+            return None
+        self._failure_dumped = True
+        return self.dump(reason, error)
 
     # -- watchdog ----------------------------------------------------------------------
     def _progress(self) -> tuple[list[Any], dict[int, tuple]]:

@@ -4,8 +4,12 @@ Input is plain data: every actor's ``blocked_on()`` dict (from a flight dump, a 
 SIGUSR1 dump or the watchdog) and the plan's task info (``tracefile.plan_info``).  An edge
 ``A -> B`` means "A cannot act until B does something": A waits for READY on a desc B
 produces, or for the ACK of a regst B still holds.  The report names a cycle if there is
-one, else the root: an actor stuck inside its kernel, waiting on the client, or waiting on
-an actor that already exited or does not hold what it is blamed for (a lost message).
+one, else the root: an actor stuck inside its kernel, waiting on the client, waiting on
+an actor that already exited or does not hold what it is blamed for (a lost message), or
+an actor the plan places here that gave no state at all (its unit process is stopped or
+does not answer: it is the cause, not the neighbours that wait for it).  The root is
+named with its machine, unit and op types, so a report is the same whichever machine's
+dump (or whose merge of every machine's dumps) it comes from.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ CLIENT = -1
 class Wait:
     """One reason an actor cannot act."""
 
-    what: str  # "input" | "output" | "ack" | "kernel" | "client"
+    what: str  # "input" | "output" | "ack" | "kernel" | "client" | "silent"
     desc: int
     on: list[int]  # the actors (or CLIENT) it waits for
     lost: bool = False  # the blamed actor exited or does not hold the regst
@@ -36,11 +40,12 @@ class StuckReport:
     lines: list[str] = field(default_factory=list)  # one line per live actor
     pending: bool = False  # some actor has work it cannot finish
     remote: bool = False  # the root only waits for actors this dump does not hold
+    root: dict | None = None  # where the root actor lives: task, label, machine, thrd, ops
 
     def to_dict(self) -> dict:
         return {
             "sentence": self.sentence, "cycle": self.cycle, "roots": self.roots,
-            "pending": self.pending, "actors": self.lines,
+            "root": self.root, "pending": self.pending, "actors": self.lines,
             "edges": {t: sorted({o for w in ws for o in w.on}) for t, ws in self.waits.items()},
         }
 
@@ -50,6 +55,23 @@ def _name(tasks: dict[int, dict], tid: int) -> str:
         return "the client"
     t = tasks.get(tid)
     return f"task {tid} ({t['label']})" if t else f"task {tid}"
+
+
+def where(tasks: dict[int, dict], tid: int) -> dict | None:
+    """The machine, unit and op types of a task the dump's plan info knows."""
+    t = tasks.get(tid)
+    if t is None:
+        return None
+    return {"task": tid, "label": t.get("label", ""), "machine": t.get("machine_id"),
+            "thrd": t.get("thrd_id"), "unit": f"m{t.get('machine_id')}-t{t.get('thrd_id')}",
+            "op_types": list(t.get("op_types", []))}
+
+
+def _place(loc: dict | None) -> str:
+    if loc is None:
+        return ""
+    ops = ", ".join(loc["op_types"])
+    return f" (machine {loc['machine']}, unit {loc['unit']}{', op ' + ops if ops else ''})"
 
 
 def _producers(tasks: dict[int, dict]) -> dict[int, int]:
@@ -92,6 +114,10 @@ def actor_waits(states: list[dict], tasks: dict[int, dict]) -> dict[int, list[Wa
                     w.detail = (f"{_name(tasks, other)} has no regst of desc {w.desc} queued "
                                 "or in use: its ACK was lost")
         out[tid] = ws
+    for tid in tasks:  # placed here but gave no state: its unit did not answer the dump
+        if tid not in by_id:
+            out[tid] = [Wait("silent", -1, [], detail="gave no state: its unit did not "
+                             "answer (its process is stopped, or stuck outside its actors)")]
     return out
 
 
@@ -108,6 +134,8 @@ def _describe(tasks: dict[int, dict], tid: int, w: Wait) -> str:
         return f"{me} is inside its kernel{(' on ' + w.detail) if w.detail else ''}"
     if w.what == "client":
         return f"{me} waits for the client to feed or close it"
+    if w.what == "silent":
+        return f"{me} {w.detail}"
     if w.what == "input":
         text = f"{me} waits for READY on regst desc {w.desc} from {whom}"
     elif w.what == "output":
@@ -143,8 +171,10 @@ def _find_cycle(edges: dict[int, list[int]]) -> list[int]:
     return []
 
 
-def _pending(s: dict, waits: list[Wait]) -> bool:
+def _pending(s: dict | None, waits: list[Wait]) -> bool:
     """Work that should happen but cannot (an idle actor waiting on the client is fine)."""
+    if s is None:  # silent: pending only if some actor waits for it (see analyze)
+        return False
     if s["status"] == "exited":
         return False
     if s.get("inflight") or s["status"] == "zombie" or s.get("queued"):
@@ -157,9 +187,12 @@ def _pending(s: dict, waits: list[Wait]) -> bool:
 def analyze(states: list[dict], tasks: dict[int, dict]) -> StuckReport:
     """The wait-for graph of the live actors and the sentence that explains it."""
     waits = actor_waits(states, tasks)
-    by_id = {s["task_id"]: s for s in states}
-    pending = any(_pending(by_id[t], ws) for t, ws in waits.items())
-    lines = [f"{_name(tasks, t)} [{by_id[t]['status']}]: "  # reasons without the subject
+    by_id: dict[int, dict | None] = {s["task_id"]: s for s in states}
+    silent = {t for t in waits if t not in by_id}
+    by_id.update(dict.fromkeys(silent))
+    waited = {o for ws in waits.values() for w in ws for o in w.on}
+    pending = any(_pending(by_id[t], ws) for t, ws in waits.items()) or bool(silent & waited)
+    lines = [f"{_name(tasks, t)} [{_status(by_id[t])}]: "  # reasons without the subject
              + ("; ".join(_describe(tasks, t, w)[len(_name(tasks, t)) + 1:] for w in ws)
                 or "idle")
              for t, ws in sorted(waits.items())]
@@ -193,12 +226,17 @@ def analyze(states: list[dict], tasks: dict[int, dict]) -> StuckReport:
             waited_by[n].add(t)
             todo.extend(edges.get(n, []))
     candidates = [t for t in live if (not edges[t] or any(w.lost for w in waits[t]))
-                  and waits[t] and (_pending(by_id[t], waits[t]) or bool(waited_by[t]))]
+                  and waits[t] and (_pending(by_id[t], waits[t]) or bool(waited_by[t]))
+                  and (t not in silent or bool(waited_by[t]))]
     if not candidates:
-        candidates = [t for t in live if waits[t]]
+        candidates = [t for t in live if waits[t] and (t not in silent or waited_by[t])]
+    if not candidates:
+        return StuckReport("stuck, but no live actor says what it waits for", [], [], waits,
+                           lines, pending)
     roots = sorted(candidates, key=lambda t: (-_severity(waits[t]), -len(waited_by[t]), t))
     root = roots[0]
-    why = "; ".join(_describe(tasks, root, w) for w in waits[root])
+    loc = where(tasks, root)
+    why = "; ".join(_describe(tasks, root, w) for w in waits[root]) + _place(loc)
     n = len(waited_by[root])
     behind = f"; {n} actor{'s wait' if n != 1 else ' waits'} on it" if n else ""
     near = [t for t in sorted(waited_by[root]) if root in edges[t]][:3]
@@ -206,11 +244,20 @@ def analyze(states: list[dict], tasks: dict[int, dict]) -> StuckReport:
                    if root in w.on)
     blamed = [o for w in waits[root] for o in w.on]
     remote = bool(blamed) and all(o not in tasks and o != CLIENT for o in blamed)
-    return StuckReport(f"root: {why}{behind}{also}", [], roots, waits, lines, pending, remote)
+    if remote:  # the true root is further down, in a dump this one does not hold
+        others = ", ".join(f"task {o}" for o in sorted(set(blamed)))
+        behind += (f"; {others} {'is' if len(set(blamed)) == 1 else 'are'} on another "
+                   "machine: merge every machine's dump (trace why-stuck DIR) to name the root")
+    return StuckReport(f"root: {why}{behind}{also}", [], roots, waits, lines, pending, remote,
+                       loc)
+
+
+def _status(s: dict | None) -> str:
+    return "no answer" if s is None else str(s["status"])
 
 
 def _severity(ws: list[Wait]) -> int:
-    if any(w.lost for w in ws):
+    if any(w.lost or w.what == "silent" for w in ws):
         return 3
     if any(w.what == "kernel" for w in ws):
         return 2
