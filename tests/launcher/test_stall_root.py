@@ -1,0 +1,183 @@
+"""A stall's root cause names the machine, task, op and unit that hold it, through
+``flowlaunch sim --stall-timeout`` and ``trace why-stuck``, whichever rank's watchdog
+speaks first: the launcher merges every rank's flight dump before it blames a machine.
+
+Cases with a known cause: an actor inside a kernel that does not return (on the last of 2
+or 3 machines, so the machines before it only see an actor waiting across the wire); a
+consumer that never ACKs because its own downstream is stuck; a frozen (SIGSTOPped) unit
+process; a frozen rank 0, which hosts the master.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import signal
+import textwrap
+import time
+
+import pytest
+
+from actorflow.errors import TraceError
+from actorflow.launcher.stall_root import merged_root
+from actorflow.trace.tracefile import load_dumps
+
+from .helpers import JOBS, cmdline, tagged_pids
+from .test_failures import EXEC, _wait_for_line, _worker_pid
+
+# src -> mid -> stuck -> after, one stage per machine from the end: on 3 machines "mid"
+# (machine 1) never ACKs src because its own downstream (machine 2) is stuck
+STUCK_JOB = textwrap.dedent('''
+    import actorflow as af
+
+    def build_plan(machines=2):
+        b = af.PlanBuilder(machines=machines, register_num=1, name="stuck_job")
+        x = b.source("random_normal", {"shape": [4], "dtype": "float32", "seed": 1},
+                     piece_num=8, machine=0, name="src")
+        h = b.op("relu", x, machine=machines - 2, name="mid")
+        h = b.op("sleep", h, ms=60000.0, only_piece=2, machine=machines - 1, name="stuck")
+        b.output("y", b.op("relu", h, machine=machines - 1, name="after"))
+        return b.build()
+''')
+
+
+def _tasks(job, machines: int) -> dict:
+    plan = runpy.run_path(str(job))["build_plan"](machines)
+    return {t.label: t for t in plan.tasks}
+
+
+def _headline(err: str) -> str:
+    return err[err.index("flowlaunch: run failed"):].splitlines()[0]
+
+
+def _starred(err: str) -> list[str]:
+    table = err[err.index("flowlaunch: run failed"):].splitlines()
+    return [row.split()[1] for row in table if row.startswith("*")]
+
+
+@pytest.mark.parametrize("machines,unit", [(2, "thread"), (2, "process"), (3, "thread")])
+def test_stuck_kernel_is_named_with_its_machine_unit_and_op(flowlaunch, tmp_path, machines,
+                                                            unit):
+    job = tmp_path / "stuck_job.py"
+    job.write_text(STUCK_JOB)
+    stuck = _tasks(job, machines)["stuck"]
+    m, thrd = stuck.machine_id, stuck.thrd_id
+    root = (f"root: task {stuck.task_id} (stuck) is inside its kernel on piece 2 "
+            f"(machine {m}, unit m{m}-t{thrd}, op sleep)")
+    d = tmp_path / "tr"
+    r = flowlaunch.run("sim", job, "--machines", machines, "--unit", unit, "--trace", d,
+                       "--stall-timeout", "0.5", "--quiet", timeout=60)
+    assert r.returncode == 1, r.stderr
+    head = _headline(r.stderr)
+    assert head.startswith(f"flowlaunch: run failed: machine {m} (rank {m} on "), head
+    assert f"stall (every machine's dump merged): {root}" in head, head
+    assert _starred(r.stderr) == [str(m)], r.stderr
+    # the merged graph also holds the machines upstream: every actor of the run waits on it
+    waiting = len(_tasks(job, machines)) - 1
+    assert f"; {waiting} actors wait on it" in head, head
+    # why-stuck on the trace directory merges one dump per machine into the same report
+    res = flowlaunch.run("trace", "why-stuck", d, "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert len(doc["dumps"]) == machines
+    assert doc["root"] == {"task": stuck.task_id, "label": "stuck", "machine": m,
+                           "thrd": thrd, "unit": f"m{m}-t{thrd}", "op_types": ["sleep"]}
+    assert doc["sentence"].startswith(root)
+    assert tagged_pids(flowlaunch.tags[-1]) == []
+
+
+def test_merged_root_is_the_same_whichever_rank_dumped_first(flowlaunch, tmp_path):
+    """The report does not depend on who spoke first: the rank upstream of the stuck actor
+    alone names a remote holder; the merge of both ranks' dumps names the stuck actor,
+    and the merge is the same in either order."""
+    job = tmp_path / "stuck_job.py"
+    job.write_text(STUCK_JOB)
+    stuck = _tasks(job, 2)["stuck"]
+    d = tmp_path / "tr"
+    r = flowlaunch.run("sim", job, "--machines", 2, "--trace", d, "--stall-timeout", "0.5",
+                       "--quiet", timeout=60)
+    assert r.returncode == 1, r.stderr
+    dumps = load_dumps(d)
+    by_machine = {next(iter(x["tasks"].values()))["machine_id"]: x for x in dumps}
+    assert sorted(by_machine) == [0, 1]
+    from actorflow.trace.whystuck import analyze_dumps
+
+    alone = analyze_dumps([by_machine[0]])  # what rank 0's watchdog sees by itself
+    assert alone.remote and "is on another machine" in alone.sentence
+    pids = {x["pid"] for x in dumps}
+    found = merged_root([d], pids)
+    assert found is not None and found[1] == 1
+    assert found[0].root is not None and found[0].root["task"] == stuck.task_id
+    for order in ([by_machine[0], by_machine[1]], [by_machine[1], by_machine[0]]):
+        rep = analyze_dumps(order)
+        assert rep.roots[0] == stuck.task_id and rep.sentence == found[0].sentence
+    # no dump of the stuck machine: no merged root (the launcher keeps the first error)
+    assert merged_root([d], {by_machine[0]["pid"]}) is None
+    with pytest.raises(TraceError, match="no flight dump"):
+        load_dumps(tmp_path)
+
+
+def _unit_pids(tag: str, worker: int, n: int, timeout: float = 20.0) -> list[int]:
+    """The worker's unit processes in spawn order (its units' thrd order)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = sorted(p for p in tagged_pids(tag)
+                      if "actorflow.actors.process_unit" in cmdline(p) and _ppid(p) == worker)
+        if len(pids) == n:
+            return pids
+        time.sleep(0.05)
+    raise AssertionError(f"worker {worker} never had {n} unit processes")
+
+
+def _ppid(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
+
+
+def test_frozen_unit_process_is_the_root_not_its_neighbours(flowlaunch):
+    """A stall timeout below the frozen-unit check: whichever speaks first (the node's
+    frozen check, machine 1's watchdog, or machine 0's after waiting for the remote root),
+    the run is blamed on machine 1 and the stopped unit, never on machine 0."""
+    tasks = _tasks(JOBS / "slow_pipeline.py", 2)
+    victim_task = tasks["sleep_m1"]
+    units = sorted({t.thrd_id for t in tasks.values() if t.machine_id == 1})
+    tag, p = flowlaunch.start("sim", *EXEC, JOBS / "slow_pipeline.py", "--machines", 2,
+                              "--unit", "process", "--stall-timeout", "0.5")
+    _wait_for_line(p.stderr, "progress:", 30)
+    worker = _worker_pid(tag, 1)
+    unit_pid = _unit_pids(tag, worker, len(units))[units.index(victim_task.thrd_id)]
+    os.kill(unit_pid, signal.SIGSTOP)
+    _out, err = p.communicate(timeout=30)
+    assert p.returncode == 1, err
+    head = _headline(err)
+    assert head.startswith("flowlaunch: run failed: machine 1 (rank 1 on "), head
+    assert _starred(err) == ["1"], err
+    unit = f"m1-t{victim_task.thrd_id}"
+    if "stall" in head:  # a watchdog spoke first: the silent actor is the root
+        assert (f"root: task {victim_task.task_id} (sleep_m1) gave no state: its unit did "
+                f"not answer") in head, head
+        assert f"(machine 1, unit {unit}, op sleep)" in head, head
+    else:  # the node's frozen check spoke first
+        assert f"unit process {unit} (machine 1, thrd {victim_task.thrd_id}, pid " \
+               f"{unit_pid}) is stopped" in head, head
+    assert tagged_pids(tag) == []
+
+
+def test_frozen_master_is_named_even_with_a_stall_timeout(flowlaunch):
+    """Rank 0 (it hosts the master) stopped: rank 1's watchdog can only report to a master
+    that does not listen; the launcher names the frozen rank 0, not rank 1."""
+    tag, p = flowlaunch.start("sim", *EXEC, JOBS / "slow_pipeline.py", "--machines", 2,
+                              "--stall-timeout", "0.3")
+    _wait_for_line(p.stderr, "progress:", 30)
+    os.kill(_worker_pid(tag, 0), signal.SIGSTOP)
+    _out, err = p.communicate(timeout=30)
+    assert p.returncode == 1, err
+    head = _headline(err)
+    assert head.startswith("flowlaunch: run failed: machine 0 (rank 0 on "), head
+    assert "process stopped" in head, head
+    assert _starred(err) == ["0"], err
+    assert tagged_pids(tag) == []
