@@ -19,9 +19,9 @@ import time
 
 import pytest
 
-from actorflow.errors import TraceError
 from actorflow.launcher.stall_root import merged_root
 from actorflow.trace.tracefile import load_dumps
+from actorflow.trace.whystuck import analyze_dumps
 
 from .helpers import JOBS, cmdline, tagged_pids
 from .test_failures import EXEC, _wait_for_line, _worker_pid
@@ -64,7 +64,7 @@ def test_stuck_kernel_is_named_with_its_machine_unit_and_op(flowlaunch, tmp_path
     stuck = _tasks(job, machines)["stuck"]
     m, thrd = stuck.machine_id, stuck.thrd_id
     root = (f"root: task {stuck.task_id} (stuck) is inside its kernel on piece 2 "
-            f"(machine {m}, unit m{m}-t{thrd}, op sleep)")
+            f"[task {stuck.task_id} runs on machine {m}, unit m{m}-t{thrd}, op sleep]")
     d = tmp_path / "tr"
     r = flowlaunch.run("sim", job, "--machines", machines, "--unit", unit, "--trace", d,
                        "--stall-timeout", "0.5", "--quiet", timeout=60)
@@ -87,35 +87,50 @@ def test_stuck_kernel_is_named_with_its_machine_unit_and_op(flowlaunch, tmp_path
     assert tagged_pids(flowlaunch.tags[-1]) == []
 
 
-def test_merged_root_is_the_same_whichever_rank_dumped_first(flowlaunch, tmp_path):
-    """The report does not depend on who spoke first: the rank upstream of the stuck actor
-    alone names a remote holder; the merge of both ranks' dumps names the stuck actor,
-    and the merge is the same in either order."""
-    job = tmp_path / "stuck_job.py"
-    job.write_text(STUCK_JOB)
-    stuck = _tasks(job, 2)["stuck"]
+# machine 1 keeps acting on a side branch (busy: 40 x 100 ms) while its "stuck" kernel holds
+# the main chain: its watchdog sees progress, so rank 0's speaks first, by construction
+BUSY_SIDE_JOB = STUCK_JOB.replace("    return b.build()", textwrap.indent(textwrap.dedent('''
+    z = b.source("random_normal", {"shape": [4], "dtype": "float32", "seed": 2},
+                 piece_num=40, machine=machines - 1, name="busy_src")
+    b.output("z", b.op("sleep", z, ms=100.0, machine=machines - 1, name="busy"))
+    return b.build()'''), "    ").lstrip("\n"))
+assert "busy_src" in BUSY_SIDE_JOB
+
+
+def test_rank_that_speaks_first_does_not_decide_the_root(flowlaunch, tmp_path):
+    """Rank 0's watchdog reports first (machine 1 still progresses on its side branch) and
+    can only name its own actor waiting across the wire; the launcher still blames machine
+    1's stuck kernel, and the merge of the dumps is the same in either order."""
+    job = tmp_path / "busy_side.py"
+    job.write_text(BUSY_SIDE_JOB)
+    tasks = _tasks(job, 2)
+    stuck = tasks["stuck"]
     d = tmp_path / "tr"
-    r = flowlaunch.run("sim", job, "--machines", 2, "--trace", d, "--stall-timeout", "0.5",
+    r = flowlaunch.run("sim", job, "--machines", 2, "--trace", d, "--stall-timeout", "0.3",
                        "--quiet", timeout=60)
     assert r.returncode == 1, r.stderr
+    logs = r.stdout + r.stderr  # the workers' lines, prefixed with their rank
+    first = next(x for x in logs.splitlines() if "master: run failed:" in x)
+    assert first.startswith("[rank 0] ") and "is on another machine" in first, first
+    assert "[rank 1] actorflow: watchdog" not in logs
+    head = _headline(r.stderr)
+    assert head.startswith("flowlaunch: run failed: machine 1 (rank 1 on "), head
+    assert (f"root: task {stuck.task_id} (stuck) is inside its kernel on piece 2 [task "
+            f"{stuck.task_id} runs on machine 1, unit m1-t{stuck.thrd_id}, op sleep]") in head
+    assert _starred(r.stderr) == ["1"], r.stderr
+    # rank 0 dumped as it stalled, rank 1 when the master aborted it
     dumps = load_dumps(d)
     by_machine = {next(iter(x["tasks"].values()))["machine_id"]: x for x in dumps}
-    assert sorted(by_machine) == [0, 1]
-    from actorflow.trace.whystuck import analyze_dumps
-
-    alone = analyze_dumps([by_machine[0]])  # what rank 0's watchdog sees by itself
-    assert alone.remote and "is on another machine" in alone.sentence
-    pids = {x["pid"] for x in dumps}
-    found = merged_root([d], pids)
-    assert found is not None and found[1] == 1
-    assert found[0].root is not None and found[0].root["task"] == stuck.task_id
-    for order in ([by_machine[0], by_machine[1]], [by_machine[1], by_machine[0]]):
-        rep = analyze_dumps(order)
-        assert rep.roots[0] == stuck.task_id and rep.sentence == found[0].sentence
-    # no dump of the stuck machine: no merged root (the launcher keeps the first error)
+    assert {m: x["reason"] for m, x in by_machine.items()} == {0: "stalled", 1: "aborted"}
+    alone = analyze_dumps([by_machine[0]])  # what rank 0's watchdog saw by itself
+    assert alone.remote and alone.roots[0] == tasks["mid"].task_id
+    merged = [analyze_dumps(order) for order in (dumps, dumps[::-1])]
+    assert [m.roots[0] for m in merged] == [stuck.task_id] * 2
+    assert merged[0].sentence == merged[1].sentence and merged[0].sentence in head
+    # without machine 1's dump there is no merged root: the launcher keeps the first error
     assert merged_root([d], {by_machine[0]["pid"]}) is None
-    with pytest.raises(TraceError, match="no flight dump"):
-        load_dumps(tmp_path)
+    found = merged_root([d], {x["pid"] for x in dumps})
+    assert found is not None and found[1] == 1
 
 
 def _unit_pids(tag: str, worker: int, n: int, timeout: float = 20.0) -> list[int]:
@@ -160,7 +175,8 @@ def test_frozen_unit_process_is_the_root_not_its_neighbours(flowlaunch):
     if "stall" in head:  # a watchdog spoke first: the silent actor is the root
         assert (f"root: task {victim_task.task_id} (sleep_m1) gave no state: its unit did "
                 f"not answer") in head, head
-        assert f"(machine 1, unit {unit}, op sleep)" in head, head
+        assert (f"[task {victim_task.task_id} runs on machine 1, unit {unit}, op sleep]"
+                in head), head
     else:  # the node's frozen check spoke first
         assert f"unit process {unit} (machine 1, thrd {victim_task.thrd_id}, pid " \
                f"{unit_pid}) is stopped" in head, head

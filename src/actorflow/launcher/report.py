@@ -9,8 +9,9 @@ from typing import Any
 from actorflow.launcher.supervisor import Child
 
 
-def failure_table(children: Sequence[Child], root: Child | None, root_line: str = "") -> str:
-    """One row per rank; the root cause (the first failure) marked with ``*``."""
+def failure_table(children: Sequence[Child], root: Child | None, root_line: str = "",
+                  why: str = "the first failure") -> str:
+    """One row per rank; the root cause (``why`` it is blamed) marked with ``*``."""
     rows = [("", "rank", "host", "pid", "exit", "first error line")]
     for c in sorted(children, key=lambda c: c.rank):
         line = root_line if (c is root and root_line) else c.first_error
@@ -23,7 +24,7 @@ def failure_table(children: Sequence[Child], root: Child | None, root_line: str 
     for r in rows:
         out.append("  ".join(v.ljust(w) for v, w in zip(r[:5], widths)) + "  " + r[5])
     if root is not None:
-        out.append(f"root cause (*): rank {root.rank} on {root.host}, the first failure")
+        out.append(f"root cause (*): rank {root.rank} on {root.host}, {why}")
     return "\n".join(s.rstrip() for s in out)
 
 

@@ -20,7 +20,7 @@ from actorflow.actors.procstate import is_stopped
 from actorflow.launcher.monitor import Monitor
 from actorflow.launcher.report import failure_table, headline, root_cause
 from actorflow.launcher.sink import OutputSink
-from actorflow.launcher.stall_root import STALL_KINDS, merged_root
+from actorflow.launcher.stall_root import DUMP_GRACE, STALL_KINDS, awaiting_dumps, merged_root
 from actorflow.launcher.supervisor import Child, Supervisor
 
 FROZEN_AFTER = 1.0  # s a child may stay stopped before the run is failed and it blamed
@@ -110,7 +110,8 @@ class RunLoop:
                 # a stopped rank neither exits nor reports: the ranks that lost it fail
                 # first, so look for it now, before teardown kills it
                 self.frozen = [c for c in sup.running() if is_stopped(c.pid)]
-            if t_fail and time.monotonic() - t_fail > self.settle:
+            if t_fail and time.monotonic() - t_fail > self.settle and not self._awaiting_dumps(
+                    time.monotonic() - t_fail):
                 break
             if not t_fail and self._frozen_child(stopped_since):
                 break
@@ -129,6 +130,7 @@ class RunLoop:
         self.failed = (self.timed_out or bool(self.frozen) or bool(err)
                        or any(c.failed for c in sup.children))
         if self.failed:
+            why = "the first failure"
             if self.timed_out:  # exits after the timeout are the teardown, not a cause
                 root, line = None, f"run exceeded --timeout {self.timeout:g}s"
             elif self.frozen and not (err and t_fail):
@@ -138,20 +140,30 @@ class RunLoop:
             else:
                 root, line = root_cause(sup.children, err)
                 if err and err.get("kind") in STALL_KINDS:
-                    root, line = self._stall_root(root, line)
+                    root, line, why = self._stall_root(root, line)
             print(headline(root, line), file=sys.stderr)
-            print(failure_table(sup.children, root, line), file=sys.stderr, flush=True)
+            print(failure_table(sup.children, root, line, why), file=sys.stderr, flush=True)
             return 1
         return 0
 
-    def _stall_root(self, root: Child | None, line: str) -> tuple[Child | None, str]:
+    def _awaiting_dumps(self, since_fail: float) -> bool:
+        """After a stall, the running ranks that are not stopped get up to ``DUMP_GRACE`` s
+        more to write the dump the merged root cause needs (a loaded box is slow)."""
+        if not self.dump_dirs or since_fail > self.settle + DUMP_GRACE:
+            return False
+        running = [c.pid for c in self.sup.running() if not is_stopped(c.pid)]
+        return awaiting_dumps(self.dump_dirs, [c.pid for c in self.sup.children], running)
+
+    def _stall_root(self, root: Child | None, line: str) -> tuple[Child | None, str, str]:
         """A stall: blame the machine every rank's merged dump names, not the first rank
         whose watchdog spoke (that one may only see an actor waiting across the wire)."""
         found = merged_root(self.dump_dirs, {c.pid for c in self.sup.children})
+        first = "the first failure"
         if found is None:
-            return root, line
+            return root, line, first
         report, machine = found
         blamed = next((c for c in self.sup.children if c.rank == machine), None)
         if blamed is None:
-            return root, line
-        return blamed, f"stall (every machine's dump merged): {report.sentence}"
+            return root, line, first
+        return (blamed, f"stall (every machine's dump merged): {report.sentence}",
+                "where every machine's dump puts the stall's root")

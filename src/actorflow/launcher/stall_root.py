@@ -18,6 +18,31 @@ from actorflow.trace.tracefile import load_dump
 from actorflow.trace.whystuck import StuckReport, analyze_dumps
 
 STALL_KINDS = ("StallError",)  # the master error kinds a merged why-stuck can explain
+DUMP_GRACE = 3.0  # s more than the settle time the ranks get to dump after a stall
+
+
+def dumped(dirs: Sequence[Path]) -> dict[int, set[str]]:
+    """pid -> the reasons it dumped for, read from the file names only (cheap enough to
+    poll): ``flight-<reason>-<pid>[-<tag>]-<n>.afdump``, the reason without dashes."""
+    out: dict[int, set[str]] = {}
+    for d in dirs:
+        if not d.is_dir():
+            continue
+        for f in d.rglob("flight-*.afdump"):
+            parts = f.name.split("-")
+            if len(parts) >= 4 and parts[2].isdigit():
+                out.setdefault(int(parts[2]), set()).add(parts[1])
+    return out
+
+
+def awaiting_dumps(dirs: Sequence[Path], children: Collection[int],
+                   running: Collection[int]) -> bool:
+    """True while a rank of this run stalled and some running rank has not dumped yet:
+    the merged root cause needs every machine's actors, whoever spoke first."""
+    seen = dumped(dirs)
+    if not any("stalled" in seen.get(pid, ()) for pid in children):
+        return False
+    return any(pid not in seen for pid in running)
 
 
 def newest_dumps(dirs: Sequence[Path], pids: Collection[int]) -> list[dict]:

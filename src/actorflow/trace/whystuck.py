@@ -71,7 +71,8 @@ def _place(loc: dict | None) -> str:
     if loc is None:
         return ""
     ops = ", ".join(loc["op_types"])
-    return f" (machine {loc['machine']}, unit {loc['unit']}{', op ' + ops if ops else ''})"
+    return (f" [task {loc['task']} runs on machine {loc['machine']}, unit {loc['unit']}"
+            f"{', op ' + ops if ops else ''}]")
 
 
 def _producers(tasks: dict[int, dict]) -> dict[int, int]:
@@ -257,9 +258,14 @@ def _status(s: dict | None) -> str:
 
 
 def _severity(ws: list[Wait]) -> int:
-    if any(w.lost or w.what == "silent" for w in ws):
-        return 3
+    """Which root to name first: a lost message, then an act in flight (positive evidence
+    of being stuck), then an actor that gave no state (a unit merely slow to answer a
+    dump looks the same as a frozen one), then one waiting for an ACK or the client."""
+    if any(w.lost for w in ws):
+        return 4
     if any(w.what == "kernel" for w in ws):
+        return 3
+    if any(w.what == "silent" for w in ws):
         return 2
     return 1 if any(w.what in ("ack", "client") for w in ws) else 0
 
