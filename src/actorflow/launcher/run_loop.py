@@ -3,7 +3,9 @@
 Watches the children (and the master through a Monitor), forwards SIGINT/SIGTERM, and on
 the first failure gives the others ``settle`` seconds to stop on the master's abort before
 tearing everything down (SIGTERM, then SIGKILL after the grace period).  On failure it
-prints the table naming the root cause and returns non-zero.
+prints the table naming the root cause and returns non-zero.  The root cause is the
+master's first error, except for a stall: then it is the machine that every rank's merged
+flight dump names (``stall_root``), which does not depend on whose watchdog spoke first.
 """
 
 from __future__ import annotations

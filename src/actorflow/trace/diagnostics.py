@@ -15,7 +15,9 @@ It only takes callables, so this package still imports nothing of the runtime:
   ``stall_timeout`` seconds while some actor has unfinished work, it dumps, explains the
   hang in one sentence (``whystuck``) and fails the run with ``StallError``; a kernel
   that legitimately runs longer than ``stall_timeout`` counts as a stall, so set it above
-  your slowest act;
+  your slowest act; a machine whose root only waits on actors of another machine waits
+  twice as long, and the launcher merges every machine's dump to name the true root;
+* ``dump_once``: the end-of-run dump (failed, aborted) a worker writes before closing;
 * SIGUSR1: dumps every live Diagnostics of the process (main thread installs only).
 """
 
