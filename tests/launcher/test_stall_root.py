@@ -161,7 +161,7 @@ def test_frozen_unit_process_is_the_root_not_its_neighbours(flowlaunch):
     victim_task = tasks["sleep_m1"]
     units = sorted({t.thrd_id for t in tasks.values() if t.machine_id == 1})
     tag, p = flowlaunch.start("sim", *EXEC, JOBS / "slow_pipeline.py", "--machines", 2,
-                              "--unit", "process", "--stall-timeout", "0.5")
+                              "--unit", "process", "--stall-timeout", "0.8")
     _wait_for_line(p.stderr, "progress:", 30)
     worker = _worker_pid(tag, 1)
     unit_pid = _unit_pids(tag, worker, len(units))[units.index(victim_task.thrd_id)]

@@ -72,3 +72,18 @@ def test_one_machine_alone_names_a_remote_holder_the_merge_names_the_root():
     assert both[0].sentence == both[1].sentence
     assert both[0].root is not None and both[0].root["machine"] == 1
     assert "; 2 actors wait on it" in both[0].sentence
+
+
+def test_dumps_of_different_moments_do_not_make_a_lost_message_or_a_deadlock():
+    """a (m0) waits for a slot of desc 10 held by b (m1); m1's dump, taken earlier, shows b
+    holding nothing and waiting for a's READY, while c runs a kernel: in one dump that
+    would be a lost ACK in a cycle; across two dumps a message may have been on its way."""
+    m0 = {"pid": 1, "tasks": {1: TASKS[1]}, "states": [_a_waits_on_b()]}
+    m1 = {"pid": 2, "tasks": {2: TASKS[2], 3: TASKS[3]}, "states": [
+        {**BASE, "task_id": 2, "inputs_empty": [10]},
+        {**BASE, "task_id": 3, "inflight": 1, "inflight_pieces": [1]}]}
+    one = analyze(m0["states"] + m1["states"], TASKS)  # as if one process dumped it all
+    assert one.cycle == [1, 2] and "a message between them was lost" in one.sentence
+    merged = analyze_dumps([m0, m1])
+    assert merged.cycle == [] and not any(w.lost for ws in merged.waits.values() for w in ws)
+    assert merged.roots[0] == 3 and merged.root is not None and merged.root["machine"] == 1

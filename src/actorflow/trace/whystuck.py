@@ -79,8 +79,11 @@ def _producers(tasks: dict[int, dict]) -> dict[int, int]:
     return {int(d): tid for tid, t in tasks.items() for d in t.get("produced", {})}
 
 
-def actor_waits(states: list[dict], tasks: dict[int, dict]) -> dict[int, list[Wait]]:
-    """Why each live actor is not acting, with whom it waits for."""
+def actor_waits(states: list[dict], tasks: dict[int, dict],
+                origin: dict[int, int] | None = None) -> dict[int, list[Wait]]:
+    """Why each live actor is not acting, with whom it waits for.  ``origin`` (task -> the
+    dump it came from) keeps a "lost message" verdict to actors of one dump: dumps of two
+    processes are taken at different moments, and a message may be on its way between."""
     by_id = {s["task_id"]: s for s in states}
     producer_of = _producers(tasks)
     out: dict[int, list[Wait]] = {}
@@ -106,7 +109,8 @@ def actor_waits(states: list[dict], tasks: dict[int, dict]) -> dict[int, list[Wa
         for w in ws:  # blame an actor that exited or holds nothing of the desc: a lost message
             for other in w.on:
                 o = by_id.get(other)
-                if other == CLIENT or o is None:
+                if other == CLIENT or o is None or (
+                        origin is not None and origin.get(other) != origin.get(tid)):
                     continue
                 if o["status"] == "exited":
                     w.lost, w.detail = True, f"{_name(tasks, other)} already exited"
@@ -185,9 +189,10 @@ def _pending(s: dict | None, waits: list[Wait]) -> bool:
     return any(w.lost for w in waits)
 
 
-def analyze(states: list[dict], tasks: dict[int, dict]) -> StuckReport:
+def analyze(states: list[dict], tasks: dict[int, dict],
+            origin: dict[int, int] | None = None) -> StuckReport:
     """The wait-for graph of the live actors and the sentence that explains it."""
-    waits = actor_waits(states, tasks)
+    waits = actor_waits(states, tasks, origin)
     by_id: dict[int, dict | None] = {s["task_id"]: s for s in states}
     silent = {t for t in waits if t not in by_id}
     by_id.update(dict.fromkeys(silent))
@@ -202,6 +207,11 @@ def analyze(states: list[dict], tasks: dict[int, dict]) -> StuckReport:
     if not live:
         return StuckReport("nothing is stuck: every actor exited", [], [], waits, lines)
     cycle = _find_cycle(edges)
+    if cycle and origin is not None and len({origin.get(t) for t in cycle}) > 1 and any(
+            w.what == "kernel" for ws in waits.values() for w in ws):
+        # pieced together from dumps of different moments while an act was still running:
+        # the run may have been moving, so the act in flight is the better evidence
+        cycle = []
     if cycle:
         steps = []
         for i, t in enumerate(cycle):
@@ -277,9 +287,11 @@ def format_report(report: StuckReport, source: str = "") -> str:
 
 
 def analyze_dumps(dumps: list[dict[str, Any]]) -> StuckReport:
-    """Several processes' dumps of one run (one per worker) analysed as one cluster."""
-    states, tasks = [], {}
-    for d in dumps:
+    """Several processes' dumps of one run (one per worker) analysed as one cluster; the
+    union does not depend on their order, so neither does the report."""
+    states, tasks, origin = [], {}, {}
+    for i, d in enumerate(dumps):
         states.extend(d.get("states", []))
         tasks.update(d.get("tasks", {}))
-    return analyze(states, tasks)
+        origin.update({s["task_id"]: i for s in d.get("states", [])})
+    return analyze(states, tasks, origin if len(dumps) > 1 else None)
