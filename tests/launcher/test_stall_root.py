@@ -111,7 +111,14 @@ def test_rank_that_speaks_first_does_not_decide_the_root(flowlaunch, tmp_path):
     assert r.returncode == 1, r.stderr
     logs = r.stdout + r.stderr  # the workers' lines, prefixed with their rank
     first = next(x for x in logs.splitlines() if "master: run failed:" in x)
-    assert first.startswith("[rank 0] ") and "is on another machine" in first, first
+    assert first.startswith("[rank 0] "), first
+    # alone, rank 0 names its own waiting actor and where the holder lives, from its share
+    net = next(t for t in tasks.values() if t.task_type == "comm_net")
+    assert (f"root: task {tasks['mid'].task_id} (mid) waits for a free regst of desc "
+            f"{next(iter(tasks['mid'].produced.values())).regst_desc_id} held by task "
+            f"{net.task_id} [task {tasks['mid'].task_id} runs on machine 0") in first, first
+    assert (f"task {net.task_id} (machine 1, unit m1-t{net.thrd_id}) is on another machine"
+            in first), first
     assert "[rank 1] actorflow: watchdog" not in logs
     head = _headline(r.stderr)
     assert head.startswith("flowlaunch: run failed: machine 1 (rank 1 on "), head

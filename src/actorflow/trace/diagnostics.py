@@ -62,6 +62,7 @@ class Diagnostics:
                                      plan_file=plan_file)
         self.dump_dir = Path(dump_dir) if dump_dir is not None else None
         self.tasks = plan_info(plan)
+        self.elsewhere = _neighbours(plan, self.tasks)
         self.dumps: list[Path] = []
         self.stall: StuckReport | None = None
         self._states: StatesFn | None = None
@@ -141,7 +142,7 @@ class Diagnostics:
             if now - since < self.stall_timeout:
                 continue
             states = _safe_states(self._states)
-            report = analyze(states, self.tasks)
+            report = analyze(states, self.tasks, elsewhere=self.elsewhere)
             if not report.pending:
                 since = now  # idle, waiting for the client: not a stall
                 continue
@@ -161,6 +162,21 @@ class Diagnostics:
         print(f"actorflow: {err}", file=sys.stderr)
         if self._fail is not None:
             self._fail(err)
+
+
+def _neighbours(plan: Any, tasks: dict[int, dict]) -> dict[int, tuple[int, int]]:
+    """Where the tasks a worker's plan share talks to but does not hold live: the share's
+    routing (task -> [machine, thrd]); a whole plan has none, nothing is elsewhere."""
+    ctrl = getattr(plan, "ctrl", None) or {}
+    out = {}
+    for tid, where in (ctrl.get("routing") or {}).items():
+        try:
+            t, (m, thrd) = int(tid), where
+            if t not in tasks:
+                out[t] = (int(m), int(thrd))
+        except (TypeError, ValueError):
+            continue  # a malformed route is validation's to name, not the watchdog's
+    return out
 
 
 def _moved(p: tuple[list[Any], dict[int, tuple]], last: tuple[list[Any], dict[int, tuple]]

@@ -190,8 +190,11 @@ def _pending(s: dict | None, waits: list[Wait]) -> bool:
 
 
 def analyze(states: list[dict], tasks: dict[int, dict],
-            origin: dict[int, int] | None = None) -> StuckReport:
-    """The wait-for graph of the live actors and the sentence that explains it."""
+            origin: dict[int, int] | None = None,
+            elsewhere: dict[int, tuple[int, int]] | None = None) -> StuckReport:
+    """The wait-for graph of the live actors and the sentence that explains it.
+    ``elsewhere`` (task -> (machine, thrd) of the neighbours on other machines, from a
+    worker's plan share) names where a root that waits across the wire should be looked for."""
     waits = actor_waits(states, tasks, origin)
     by_id: dict[int, dict | None] = {s["task_id"]: s for s in states}
     silent = {t for t in waits if t not in by_id}
@@ -256,7 +259,10 @@ def analyze(states: list[dict], tasks: dict[int, dict],
     blamed = [o for w in waits[root] for o in w.on]
     remote = bool(blamed) and all(o not in tasks and o != CLIENT for o in blamed)
     if remote:  # the true root is further down, in a dump this one does not hold
-        others = ", ".join(f"task {o}" for o in sorted(set(blamed)))
+        known = elsewhere or {}
+        others = ", ".join(f"task {o}" + (f" (machine {known[o][0]}, unit m{known[o][0]}-t"
+                                          f"{known[o][1]})" if o in known else "")
+                           for o in sorted(set(blamed)))
         behind += (f"; {others} {'is' if len(set(blamed)) == 1 else 'are'} on another "
                    "machine: merge every machine's dump (trace why-stuck DIR) to name the root")
     return StuckReport(f"root: {why}{behind}{also}", [], roots, waits, lines, pending, remote,
