@@ -56,18 +56,20 @@ def _starred(err: str) -> list[str]:
     return [row.split()[1] for row in table if row.startswith("*")]
 
 
-@pytest.mark.parametrize("machines,unit", [(2, "thread"), (2, "process"), (3, "thread")])
+@pytest.mark.parametrize("machines,unit,trace", [(2, "thread", True), (2, "process", True),
+                                                 (3, "thread", False)])
 def test_stuck_kernel_is_named_with_its_machine_unit_and_op(flowlaunch, tmp_path, machines,
-                                                            unit):
+                                                            unit, trace):
     job = tmp_path / "stuck_job.py"
     job.write_text(STUCK_JOB)
     stuck = _tasks(job, machines)["stuck"]
     m, thrd = stuck.machine_id, stuck.thrd_id
     root = (f"root: task {stuck.task_id} (stuck) is inside its kernel on piece 2 "
             f"[task {stuck.task_id} runs on machine {m}, unit m{m}-t{thrd}, op sleep]")
-    d = tmp_path / "tr"
-    r = flowlaunch.run("sim", job, "--machines", machines, "--unit", unit, "--trace", d,
-                       "--stall-timeout", "0.5", "--quiet", timeout=60)
+    d = tmp_path / "tr"  # with no --trace the dumps go to the launcher's dump directory
+    r = flowlaunch.run("sim", job, "--machines", machines, "--unit", unit,
+                       *(["--trace", d] if trace else []), "--stall-timeout", "0.5",
+                       "--quiet", timeout=60, env={"ACTORFLOW_DUMP_DIR": str(tmp_path / "dumps")})
     assert r.returncode == 1, r.stderr
     head = _headline(r.stderr)
     assert head.startswith(f"flowlaunch: run failed: machine {m} (rank {m} on "), head
@@ -76,8 +78,12 @@ def test_stuck_kernel_is_named_with_its_machine_unit_and_op(flowlaunch, tmp_path
     # the merged graph also holds the machines upstream: every actor of the run waits on it
     waiting = len(_tasks(job, machines)) - 1
     assert f"; {waiting} actors wait on it" in head, head
-    # why-stuck on the trace directory merges one dump per machine into the same report
-    res = flowlaunch.run("trace", "why-stuck", d, "--json")
+    # why-stuck on the directory the launcher names merges one dump per machine alike
+    hint = r.stderr.splitlines()[-1]  # right after the failure table
+    assert hint.startswith("every machine's actors: flowlaunch trace why-stuck "), r.stderr
+    where = hint.rsplit(" ", 1)[1]
+    assert where == str(d.resolve()) if trace else where.startswith(str(tmp_path / "dumps"))
+    res = flowlaunch.run("trace", "why-stuck", where, "--json")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert len(doc["dumps"]) == machines

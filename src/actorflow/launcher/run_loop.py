@@ -34,6 +34,7 @@ class RunLoop:
                  dump_dirs: Sequence[Path] = ()) -> None:
         self.sup = sup
         self.dump_dirs = list(dump_dirs)  # where the workers' flight dumps land (stalls)
+        self.stall_dumps: Path | None = None  # the directory the merged stall came from
         self.monitor = monitor
         self.sink = sink
         self.settle = settle
@@ -145,6 +146,9 @@ class RunLoop:
                     root, line, why = self._stall_root(root, line)
             print(headline(root, line), file=sys.stderr)
             print(failure_table(sup.children, root, line, why), file=sys.stderr, flush=True)
+            if self.stall_dumps is not None:
+                print(f"every machine's actors: flowlaunch trace why-stuck {self.stall_dumps}",
+                      file=sys.stderr, flush=True)
             return 1
         return 0
 
@@ -167,5 +171,7 @@ class RunLoop:
         blamed = next((c for c in self.sup.children if c.rank == machine), None)
         if blamed is None:
             return root, line, first
+        # --trace (listed last) takes the dumps when given, else the launcher's dump dir
+        self.stall_dumps = next((d for d in reversed(self.dump_dirs) if d.is_dir()), None)
         return (blamed, f"stall (every machine's dump merged): {report.sentence}",
                 "where every machine's dump puts the stall's root")

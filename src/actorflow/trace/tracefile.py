@@ -182,11 +182,14 @@ def load_dump(path: str | os.PathLike) -> dict:
 
 def load_dumps(path: str | os.PathLike, window_s: float = 60.0) -> list[dict]:
     """A dump file, or from a directory the newest dump of every process that dumped within
-    ``window_s`` of the newest one (one incident seen by every machine)."""
+    ``window_s`` of the newest one (one incident seen by every machine).  A directory with
+    no dump of its own is searched below: a launcher's default dump directory holds one
+    subdirectory per worker process."""
     p = Path(path)
     if not p.is_dir():
         return [load_dump(p)]
-    docs = [load_dump(f) for f in p.glob("*.afdump")]
+    files = list(p.glob("*.afdump")) or list(p.rglob("*.afdump"))
+    docs = [load_dump(f) for f in files]
     if not docs:
         raise TraceError(f"{p}: no flight dump (*.afdump) in this directory")
     newest = max(d["time_ns"] for d in docs)

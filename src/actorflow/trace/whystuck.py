@@ -295,9 +295,14 @@ def format_report(report: StuckReport, source: str = "") -> str:
 def analyze_dumps(dumps: list[dict[str, Any]]) -> StuckReport:
     """Several processes' dumps of one run (one per worker) analysed as one cluster; the
     union does not depend on their order, so neither does the report."""
-    states, tasks, origin = [], {}, {}
+    latest: dict[int, tuple[int, int, dict]] = {}  # task -> (dump time, dump, its state)
+    tasks: dict[int, dict] = {}
     for i, d in enumerate(dumps):
-        states.extend(d.get("states", []))
         tasks.update(d.get("tasks", {}))
-        origin.update({s["task_id"]: i for s in d.get("states", [])})
+        for s in d.get("states", []):  # a unit process's own dump repeats its actors
+            key = (int(d.get("time_ns", 0)), i)
+            if s["task_id"] not in latest or key > latest[s["task_id"]][:2]:
+                latest[s["task_id"]] = (*key, s)
+    states = [v[2] for _, v in sorted(latest.items())]
+    origin = {t: v[1] for t, v in latest.items()}
     return analyze(states, tasks, origin if len(dumps) > 1 else None)
