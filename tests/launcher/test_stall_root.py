@@ -15,6 +15,7 @@ import os
 import runpy
 import signal
 import textwrap
+import threading
 import time
 
 import pytest
@@ -23,7 +24,7 @@ from actorflow.launcher.stall_root import merged_root
 from actorflow.trace.tracefile import load_dumps
 from actorflow.trace.whystuck import analyze_dumps
 
-from .helpers import JOBS, cmdline, tagged_pids
+from .helpers import JOBS, cmdline, install_fake_ssh, tagged_pids
 from .test_failures import EXEC, _wait_for_line, _worker_pid
 
 # src -> mid -> stuck -> after, one stage per machine from the end: on 3 machines "mid"
@@ -210,3 +211,92 @@ def test_frozen_master_is_named_even_with_a_stall_timeout(flowlaunch):
     assert "process stopped" in head, head
     assert _starred(err) == ["0"], err
     assert tagged_pids(tag) == []
+
+
+def test_run_over_ssh_the_master_keeps_the_aborted_ranks_own_root(flowlaunch, tmp_path):
+    """``flowlaunch run`` (a fake ssh runs the workers here): on real hosts the launcher
+    cannot read the workers' dumps, so the control plane carries the root too: the aborted
+    rank offers its own (an act in flight) and the master's summary keeps it instead of
+    rank 0's, whose root only waited across the wire."""
+    bin_dir = tmp_path / "bin"
+    install_fake_ssh(bin_dir)
+    job = tmp_path / "busy_side.py"
+    job.write_text(BUSY_SIDE_JOB)
+    stuck = _tasks(job, 2)["stuck"]
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "ACTORFLOW_DUMP_DIR": str(tmp_path / "dumps")}
+    r = flowlaunch.run("run", job, "--hosts", "127.0.0.1,localhost", "--master-port", 0,
+                       "--stall-timeout", "0.3", "--json", env=env, timeout=60)
+    assert r.returncode == 1, r.stderr
+    logs = r.stdout + r.stderr
+    first = next(x for x in logs.splitlines() if "master: run failed:" in x)
+    assert first.startswith("[rank 0] ") and "is on another machine" in first, first
+    own = (f"stall on machine 1 (asked after machine 0's watchdog): root: task "
+           f"{stuck.task_id} (stuck) is inside its kernel on piece 2 [task {stuck.task_id} "
+           f"runs on machine 1, unit m1-t{stuck.thrd_id}, op sleep]")
+    assert f"[rank 0] flowlaunch worker: master: root cause: {own}" in logs
+    doc = json.loads(r.stdout.strip().splitlines()[-1])
+    assert doc["error"]["rank"] == 1 and doc["error"]["message"].startswith(own), doc
+    head = _headline(r.stderr)
+    assert head.startswith("flowlaunch: run failed: machine 1 (rank 1 on localhost"), head
+    assert _starred(r.stderr) == ["1"], r.stderr
+
+
+@pytest.mark.parametrize("remote", [True, False])
+def test_master_takes_an_offered_root_only_over_a_remote_stall(remote):
+    """The master's rule on its own (real sockets): a malformed root offer is dropped and
+    counted; a valid one replaces a first stall error whose root waited across the wire,
+    and never a first error that had a root of its own."""
+    from actorflow.launcher.client import Aborted
+    from actorflow.launcher.master import ControlMaster
+    from actorflow.launcher.ports import free_port
+
+    from .test_control import _client, _in_threads, sample_pipeline
+
+    m = ControlMaster(2, sample_pipeline.build_plan, "127.0.0.1", free_port(), run_id="t",
+                      heartbeat_timeout=5.0, join_timeout=20)
+    m.start()
+    joined = threading.Barrier(2)
+
+    def stalled():
+        c = _client(m, 0)
+        try:
+            c.sync_clock()
+            c.hello("h0", 1, 10)
+            joined.wait()
+            c.send("error", error={"message": "watchdog: root: task 1 waits ...",
+                                   "kind": "StallError", "remote_root": remote})
+            time.sleep(0.5)
+        finally:
+            c.close()
+
+    def aborted():
+        c = _client(m, 1)
+        try:
+            c.sync_clock()
+            c.hello("h1", 2, 10)
+            joined.wait()
+            with pytest.raises(Aborted):
+                for _ in range(100):
+                    c.poll(0.05)
+            c.send("root", sentence=5, evidence="kernel")  # malformed: dropped
+            c.send("root", sentence="root: task 2 (stuck) is inside its kernel",
+                   evidence="kernel")
+            c.send("bye")
+        finally:
+            c.close()
+
+    try:
+        _in_threads(stalled, aborted)
+        deadline = time.monotonic() + 5
+        while m.phase != "closed" and not m.finished.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if remote:
+            assert m.error["rank"] == 1 and m.error["message"] == (
+                "stall on machine 1 (asked after machine 0's watchdog): root: task 2 (stuck) "
+                "is inside its kernel")
+        else:
+            assert m.error["rank"] == 0 and m.error["message"].startswith("watchdog:")
+        assert sum(m.ignored.values()) == 1  # the malformed offer
+    finally:
+        m.close()

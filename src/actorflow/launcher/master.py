@@ -13,6 +13,7 @@ One thread owns one "router" listener (transport) at ``MASTER_ADDR:MASTER_PORT``
                                  seconds is declared lost and the run aborted
     result, error, done          output pieces, the first error (the root cause), completion
     -> shutdown | abort, bye     orderly end, or abort after a failure
+    root                         an aborted rank's own stall root (betters a remote one)
     watch     -> progress, final the monitor's feed: progress lines and the final summary;
                                  a launcher's watch may carry the compiled plan (``plan=None``
                                  here): it was compiled and validated once, by the launcher
@@ -36,7 +37,7 @@ from typing import Any
 from actorflow.errors import LaunchError, MessageRejected, TransportError, WaitTimeout
 from actorflow.launcher.ports import resolve
 from actorflow.launcher.store import Store
-from actorflow.launcher.wire import CTRL, body_of
+from actorflow.launcher.wire import CTRL, MAX_ROOT_SENTENCE, body_of
 from actorflow.plan.io import plan_from_bytes, plan_to_bytes
 from actorflow.plan.model import Plan
 from actorflow.plan.shares import machine_shares, peer_machines
@@ -413,6 +414,24 @@ class ControlMaster:
             self.phase = "shutdown"
             self._broadcast("shutdown")
 
+    def _on_root(self, ident: bytes, info: RankInfo, msg: dict) -> None:
+        """An aborted rank's own actors show a root with evidence (``worker._offer_root``):
+        it replaces a first error that was a stall whose root only waited across the wire,
+        so the machine blamed does not depend on whose watchdog spoke first."""
+        err = self.error
+        sentence, evidence = msg["sentence"], msg["evidence"]
+        if not isinstance(sentence, str) or evidence not in ("lost", "kernel", "silent"):
+            raise TypeError(f"rank {info.rank}: a root message needs a sentence and an "
+                            f"evidence, got {type(sentence).__name__} and {evidence!r:.20}")
+        if err is None or err.get("kind") != "StallError" or not err.get("remote_root"):
+            return
+        self.error = {"rank": info.rank, "host": info.host, "kind": "StallError",
+                      "remote_root": False,
+                      "message": f"stall on machine {info.rank} (asked after machine "
+                                 f"{err.get('rank')}'s watchdog): "
+                                 f"{sentence[:MAX_ROOT_SENTENCE]}"}
+        self.log(f"root cause: {self.error['message']}")
+
     def _on_bye(self, ident: bytes, info: RankInfo, msg: dict) -> None:
         if info.status not in ("failed", "lost"):
             info.status = "bye" if self.phase in ("shutdown", "ended") else "aborted"
@@ -460,7 +479,12 @@ class ControlMaster:
                     continue
                 ident = m.peer or b""
                 rank = self.by_ident.get(ident)
-                if msg["t"] in ("bye", "error") and rank is not None:
+                if msg["t"] == "root" and rank is not None:
+                    try:
+                        self._on_root(ident, self.ranks[rank], msg)
+                    except (KeyError, TypeError) as e:
+                        self._ignore(ident, f"a malformed root message: {e}")
+                elif msg["t"] in ("bye", "error") and rank is not None:
                     info = self.ranks[rank]
                     if info.status not in ("failed", "lost"):
                         info.status = "aborted"
@@ -508,6 +532,7 @@ _HANDLERS: dict[str, Callable[[ControlMaster, bytes, RankInfo, dict], None]] = {
     "hb": ControlMaster._on_hb, "addr": ControlMaster._on_addr,
     "ready": ControlMaster._on_ready,
     "error": ControlMaster._on_error, "done": ControlMaster._on_done,
-    "bye": ControlMaster._on_bye, "kv_set": ControlMaster._on_kv_set,
+    "bye": ControlMaster._on_bye, "root": ControlMaster._on_root,
+    "kv_set": ControlMaster._on_kv_set,
     "kv_get": ControlMaster._on_kv_get, "barrier": ControlMaster._on_barrier,
 }

@@ -21,6 +21,7 @@ OUT = 2  # worker -> the launcher's output sink: {"name", "pieces": [ids]} + blo
 # instead of holding its output in memory
 OUT_QUEUE = 4
 OUT_SEND_TIMEOUT = 120.0  # s a worker's send may wait for room before the run fails
+MAX_ROOT_SENTENCE = 2000  # chars of a "root" message's why-stuck sentence the master keeps
 
 
 def body_of(m: Message, source: str = "peer") -> dict[str, Any]:

@@ -23,11 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from actorflow.errors import ActorflowError, KernelError, LaunchError
+from actorflow.errors import ActorflowError, KernelError, LaunchError, StallError
 from actorflow.launcher.client import Aborted, ControlClient
 from actorflow.launcher.master import ControlMaster
 from actorflow.launcher.ports import local_address_towards
-from actorflow.launcher.wire import OUT, OUT_QUEUE, OUT_SEND_TIMEOUT
+from actorflow.launcher.wire import MAX_ROOT_SENTENCE, OUT, OUT_QUEUE, OUT_SEND_TIMEOUT
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Plan, Task
 from actorflow.trace.diagnostics import Diagnostics
@@ -214,6 +214,7 @@ class _Machine:
                 log(f"rank {cfg.rank}: {e}")
                 if self.diag is not None and self.node is not None:  # for the merged report
                     self.diag.dump_once("aborted", str(e))
+                    self._offer_root()
                 self._close_node()
                 client.send("bye")
                 return EXIT_ABORTED
@@ -371,6 +372,9 @@ class _Machine:
                                "kind": type(e).__name__}
         if isinstance(e, KernelError):
             err.update(kernel=e.to_dict(), traceback=e.traceback_text)
+        report = getattr(e, "report", None) if isinstance(e, StallError) else None
+        if report is not None:  # a root that waits across the wire may be bettered
+            err["remote_root"] = bool(report.remote)
         log(f"error: {first}")
         if isinstance(e, KernelError) and e.traceback_text:
             log("original traceback:\n" + e.traceback_text.rstrip())
@@ -380,6 +384,20 @@ class _Machine:
         # kernel (seconds), and meanwhile another rank's lesser error would be taken first
         self.client.send("error", error=err)  # the socket's linger delivers it on close
         self._close_node()
+
+    def _offer_root(self) -> None:
+        """Aborted: if this machine's own actors show a root with evidence (an act in
+        flight, an actor that gave no state, a lost message), tell the master.  The rank
+        whose watchdog spoke first may only have seen an actor waiting across the wire,
+        and the master keeps this one instead (``flowlaunch run``: no dumps to merge)."""
+        try:
+            report = self.diag.analyze_now() if self.diag is not None else None
+        except (KeyError, TypeError, ValueError) as e:  # states of a half-stopped node
+            log(f"could not analyse this machine's actors: {e}")
+            return
+        if report is not None and report.pending and report.evidence:
+            self.client.send("root", sentence=report.sentence[:MAX_ROOT_SENTENCE],
+                             evidence=report.evidence)
 
     def _close_node(self) -> None:
         if self.driver is not None:

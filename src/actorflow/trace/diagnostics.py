@@ -119,6 +119,12 @@ class Diagnostics:
         self._failure_dumped = True
         return self.dump(reason, error)
 
+    def analyze_now(self) -> StuckReport | None:
+        """why-stuck on this process's actors as they are now (None when not attached)."""
+        if self._states is None:
+            return None
+        return analyze(_safe_states(self._states), self.tasks, elsewhere=self.elsewhere)
+
     # -- watchdog ----------------------------------------------------------------------
     def _progress(self) -> tuple[list[Any], dict[int, tuple]]:
         """What changes whenever a unit makes a step: the recorder's newest entries (compared

@@ -42,6 +42,17 @@ class StuckReport:
     remote: bool = False  # the root only waits for actors this dump does not hold
     root: dict | None = None  # where the root actor lives: task, label, machine, thrd, ops
 
+    @property
+    def evidence(self) -> str:
+        """What shows the named root is stuck by itself: "lost", "kernel", "silent", or ""
+        (a cycle, nothing stuck, or a root that only waits across the wire)."""
+        if self.root is None or self.remote:
+            return ""
+        ws = self.waits.get(self.root["task"], [])
+        return next((k for k, hit in (("lost", any(w.lost for w in ws)),
+                                      ("kernel", any(w.what == "kernel" for w in ws)),
+                                      ("silent", any(w.what == "silent" for w in ws))) if hit), "")
+
     def to_dict(self) -> dict:
         return {
             "sentence": self.sentence, "cycle": self.cycle, "roots": self.roots,
