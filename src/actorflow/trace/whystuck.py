@@ -8,8 +8,9 @@ one, else the root: an actor stuck inside its kernel, waiting on the client, wai
 an actor that already exited or does not hold what it is blamed for (a lost message), or
 an actor the plan places here that gave no state at all (its unit process is stopped or
 does not answer: it is the cause, not the neighbours that wait for it).  The root is
-named with its machine, unit and op types, so a report is the same whichever machine's
-dump (or whose merge of every machine's dumps) it comes from.
+named with its machine, unit and op types.  One machine's dump may only show an actor
+waiting across the wire (``remote``); the merge of every machine's dumps
+(``analyze_dumps``) names the true root, and does not depend on the dumps' order.
 """
 
 from __future__ import annotations
