@@ -391,7 +391,7 @@ class _Machine:
         whose watchdog spoke first may only have seen an actor waiting across the wire,
         and the master keeps this one instead (``flowlaunch run``: no dumps to merge)."""
         try:
-            report = self.diag.analyze_now() if self.diag is not None else None
+            report = self.diag.analyze_last() if self.diag is not None else None
         except (KeyError, TypeError, ValueError) as e:  # states of a half-stopped node
             log(f"could not analyse this machine's actors: {e}")
             return

@@ -64,6 +64,7 @@ class Diagnostics:
         self.tasks = plan_info(plan)
         self.elsewhere = _neighbours(plan, self.tasks)
         self.dumps: list[Path] = []
+        self.last_states: list[dict] | None = None  # what the last dump held
         self.stall: StuckReport | None = None
         self._states: StatesFn | None = None
         self._fail: FailFn | None = None
@@ -96,8 +97,9 @@ class Diagnostics:
         """Write a flight dump; a dump that cannot be written never hides the run's error."""
         if self.recorder is None or self._states is None:
             return None
+        self.last_states = _safe_states(self._states)
         try:
-            path = self.recorder.dump(reason, _safe_states(self._states), error)
+            path = self.recorder.dump(reason, self.last_states, error)
         except (OSError, ValueError, TypeError) as e:
             print(f"actorflow: could not write the flight dump ({reason}): {e}",
                   file=sys.stderr)
@@ -119,11 +121,14 @@ class Diagnostics:
         self._failure_dumped = True
         return self.dump(reason, error)
 
-    def analyze_now(self) -> StuckReport | None:
-        """why-stuck on this process's actors as they are now (None when not attached)."""
+    def analyze_last(self) -> StuckReport | None:
+        """why-stuck on the actors of the last dump (asking process units again would take
+        another round trip), else as they are now; None when not attached."""
         if self._states is None:
             return None
-        return analyze(_safe_states(self._states), self.tasks, elsewhere=self.elsewhere)
+        states = self.last_states if self.last_states is not None else _safe_states(
+            self._states)
+        return analyze(states, self.tasks, elsewhere=self.elsewhere)
 
     # -- watchdog ----------------------------------------------------------------------
     def _progress(self) -> tuple[list[Any], dict[int, tuple]]:
