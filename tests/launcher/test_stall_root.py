@@ -4,8 +4,9 @@ speaks first: the launcher merges every rank's flight dump before it blames a ma
 
 Cases with a known cause: an actor inside a kernel that does not return (on the last of 2
 or 3 machines, so the machines before it only see an actor waiting across the wire); a
-consumer that never ACKs because its own downstream is stuck; a frozen (SIGSTOPped) unit
-process; a frozen rank 0, which hosts the master.
+consumer that never ACKs because its own downstream is stuck; the upstream rank speaking
+first by construction (``sim``, and ``run`` where the control plane carries the root); a
+frozen (SIGSTOPped) unit process; a frozen rank 0, which hosts the master.
 """
 
 from __future__ import annotations
