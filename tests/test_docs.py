@@ -42,3 +42,11 @@ def test_the_readmes_python_examples_run_as_written(tmp_path):
         r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, f"README example failed:\n{code}\n{r.stderr[-2000:]}"
+
+
+def test_every_maintainer_doc_is_named_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    docs = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    assert len(docs) >= 5
+    missing = [d for d in docs if f"docs/{d}" not in readme]
+    assert not missing, f"docs the README does not name: {missing}"
