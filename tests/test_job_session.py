@@ -97,7 +97,8 @@ def test_a_kernel_error_names_the_job_the_task_and_the_piece(tmp_path):
         s.run("update", {"x": np.ones((2, 3), np.float32)})  # fine: does not read b
         with pytest.raises(JobRunError, match=r"piece 0 of job 'eval' did not finish: job "
                                               r"'eval', task \d+ \(eval/.*\), piece 0 failed: "
-                                              r"kernel of op 'b@0'.*nope.npy"):
+                                              r"kernel of op 'b@0' \(job 'eval', task \d+, "
+                                              r"machine 0\).*nope.npy"):
             s.run("eval")
         with pytest.raises(ActorflowError):
             s.run("update", {"x": np.ones((2, 3), np.float32)})

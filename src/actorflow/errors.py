@@ -60,16 +60,20 @@ class KernelError(ActorflowError):
         piece_id: int,
         error: str,
         traceback_text: str = "",
+        job: str | None = None,
     ) -> None:
+        """``job``: the job the task belongs to, in a plan of several jobs."""
         self.op_name = op_name
         self.task_id = task_id
         self.machine_id = machine_id
         self.piece_id = piece_id
         self.error = error
         self.traceback_text = traceback_text
+        self.job = job
+        where = f"job '{job}', " if job else ""
         msg = (
-            f"kernel of op '{op_name}' (task {task_id}, machine {machine_id}) failed on "
-            f"piece {piece_id}: {error}"
+            f"kernel of op '{op_name}' ({where}task {task_id}, machine {machine_id}) failed "
+            f"on piece {piece_id}: {error}"
         )
         if traceback_text:
             msg += "\n--- original traceback ---\n" + traceback_text.rstrip()
@@ -83,13 +87,15 @@ class KernelError(ActorflowError):
             "piece_id": self.piece_id,
             "error": self.error,
             "traceback": self.traceback_text,
+            "job": self.job,
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> KernelError:
+        job = d.get("job")
         return cls(
             d["op_name"], d["task_id"], d["machine_id"], d["piece_id"], d["error"],
-            d.get("traceback", ""),
+            d.get("traceback", ""), str(job) if job else None,
         )
 
 

@@ -89,7 +89,19 @@ class ActorHost:
 
     def kernel_error(self, op_name: str, act: Act, e: BaseException) -> KernelError:
         return KernelError(op_name, self.task_id, self.machine_id, act.piece_id,
-                           f"{type(e).__name__}: {e}", traceback.format_exc())
+                           f"{type(e).__name__}: {e}", traceback.format_exc(),
+                           job=job_name(self.runtime.plan, self.task))
+
+
+def job_name(plan: Any, task: Task) -> str | None:
+    """The name of ``task``'s job in a plan of several jobs (None in a one-job plan)."""
+    jobs = getattr(plan, "jobs", None)
+    if not jobs or len(jobs) < 2:
+        return None
+    for j in jobs:
+        if j.job_id == task.job_id:
+            return j.name
+    return None
 
 
 def shared_state(runtime: Any, key: str) -> dict[str, Any]:
