@@ -2,6 +2,7 @@
 
 Every test fails if it leaves behind an actorflow thread, a child process, or a
 shared-memory segment whose name starts with ``actorflow``; the failure lists what leaked.
+``flowlaunch`` runs the CLI as a subprocess and fails if any process of the run remains.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import threading
 import time
 
 import pytest
+from tests.launcher.helpers import Launcher
 
 
 def _af_threads() -> set[str]:
@@ -65,3 +67,11 @@ def no_leaks():
     if shm:
         problems.append(f"/dev/shm segments {sorted(shm)}")
     assert not problems, "test leaked " + ", ".join(problems)
+
+
+@pytest.fixture
+def flowlaunch():
+    launcher = Launcher()
+    yield launcher
+    left = launcher.cleanup()
+    assert not left, f"processes of a flowlaunch run were left behind: {left}"

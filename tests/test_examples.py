@@ -75,16 +75,6 @@ def test_eager_bench_runs_tiny_and_prints_its_tables(capsys):
     assert out.count("bit-identical") == 2
 
 
-@pytest.fixture
-def flowlaunch():
-    from tests.launcher.helpers import Launcher
-
-    launcher = Launcher()
-    yield launcher
-    left = launcher.cleanup()
-    assert not left, f"processes of a flowlaunch run were left behind: {left}"
-
-
 @pytest.mark.timeout(90)
 def test_global_tensors_example_runs_on_four_ranks(flowlaunch):
     example = EXAMPLES / "global_tensors.py"

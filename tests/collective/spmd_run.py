@@ -11,7 +11,6 @@ import threading
 import time
 from subprocess import Popen
 
-import pytest
 from tests.launcher.helpers import Launcher, tagged_pids
 
 from actorflow.transport.auth import ClusterKey
@@ -21,14 +20,6 @@ N, ROUNDS = 3, 20
 RUN_ENV = {"ROUNDS": str(ROUNDS), "PACE": "0.1",
            "ACTORFLOW_COLLECTIVE_SHM": "0"}  # the large all-reduce goes around the ring
 TOTAL = ROUNDS * (10 + 4_999_950_000) * 6 + 3 * 100_005 * sum(range(ROUNDS))
-
-
-@pytest.fixture
-def flowlaunch():
-    launcher = Launcher()
-    yield launcher
-    left = launcher.cleanup()
-    assert not left, f"processes of a flowlaunch run were left behind: {left}"
 
 
 class Lines:

@@ -9,17 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.launcher.helpers import Launcher
 
 SCRIPT = Path(__file__).parent / "scripts" / "global_oracle.py"
-
-
-@pytest.fixture
-def flowlaunch():
-    launcher = Launcher()
-    yield launcher
-    left = launcher.cleanup()
-    assert not left, f"processes of a flowlaunch run were left behind: {left}"
 
 
 @pytest.mark.timeout(120)

@@ -24,9 +24,7 @@ from actorflow.launcher.ports import free_port
 from actorflow.transport.auth import ClusterKey, secure_client
 
 from .mesh_fuzz import message
-from .spmd_run import TOTAL, N, flowlaunch, rank_pids, results, run_key, start
-
-__all__ = ["flowlaunch"]  # the fixture, used by name
+from .spmd_run import TOTAL, N, rank_pids, results, run_key, start
 
 FAILED = re.compile(r"^\[rank \d\] FAILED rank \d: (MalformedMessage|CollectiveError|RankLost|"
                     r"WaitTimeout): ")

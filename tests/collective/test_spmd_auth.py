@@ -30,9 +30,7 @@ from actorflow.transport import codec
 from actorflow.transport.auth import ClusterKey, secure_client
 from actorflow.transport.mesh import MESH
 
-from .spmd_run import ROUNDS, TOTAL, N, flowlaunch, rank_pids, results, run_key, start
-
-__all__ = ["flowlaunch"]  # the fixture, used by name
+from .spmd_run import ROUNDS, TOTAL, N, rank_pids, results, run_key, start
 
 
 def _wait_listening(tag: str, port: int, timeout: float = 20.0) -> None:

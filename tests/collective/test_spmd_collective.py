@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.launcher.helpers import REPO, Launcher
+from tests.launcher.helpers import REPO
 
 from actorflow.launcher.ports import free_port
 from actorflow.transport.auth import ClusterKey
@@ -22,14 +22,6 @@ SCRIPTS = Path(__file__).parent / "scripts"
 def _key_file(tmp_path: Path) -> str:
     """What any launcher hands its ranks: the path of a mode-600 key file, in the env."""
     return str(ClusterKey.generate().write(tmp_path / "cluster.key"))
-
-
-@pytest.fixture
-def flowlaunch():
-    launcher = Launcher()
-    yield launcher
-    left = launcher.cleanup()
-    assert not left, f"processes of a flowlaunch run were left behind: {left}"
 
 
 def _checks(stdout: str) -> dict[int, dict]:

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.gpu.conftest import emulated_only
-from tests.launcher.helpers import Launcher
 
 import actorflow as af
 from actorflow.errors import DeviceError, KernelError
@@ -134,13 +133,6 @@ def test_more_devices_than_the_machine_has_is_a_clear_error(xp, monkeypatch):
     with pytest.raises(DeviceError, match=rf"needs device cuda:{n}, but this machine has "
                                           rf"{n} \w+ devices?"):
         af.Session(plan, timeout=30)
-
-
-@pytest.fixture
-def flowlaunch():
-    launcher = Launcher()
-    yield launcher
-    assert not launcher.cleanup(), "processes of a flowlaunch run were left behind"
 
 
 @pytest.mark.parametrize("unit", ["thread", "process"])

@@ -16,8 +16,6 @@ import pytest
 
 from actorflow.transport.auth import ClusterKey
 
-from .helpers import Launcher
-
 
 @pytest.fixture(autouse=True, scope="session")
 def cluster_key_file():
@@ -33,9 +31,3 @@ def cluster_key_file():
     shutil.rmtree(d, ignore_errors=True)
 
 
-@pytest.fixture
-def flowlaunch():
-    launcher = Launcher()
-    yield launcher
-    left = launcher.cleanup()
-    assert not left, f"processes of a flowlaunch run were left behind: {left}"
