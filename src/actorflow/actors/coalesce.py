@@ -92,21 +92,19 @@ def unpack(m: Message, where: str) -> Iterator[Message]:
 
 
 def land_batch(m: Message, land: Callable[[Message], Msg | None], where: str,
-               check: Callable[[Any], Msg | None] | None = None) -> list[Msg]:
+               check: Callable[[Any], Msg | None]) -> list[Msg]:
     """Every actor message of a ``BATCH``, landed, in order (feeds taken are left out).
 
     Header-only entries (every one inside a machine) go through ``check`` (the receiver's
-    inbound validation: ``None`` drops the entry) or, without one, become ``Msg`` directly;
-    entries with blobs go through ``land`` to be validated and written into their receive
-    buffer."""
+    inbound validation: ``None`` drops the entry); entries with blobs go through ``land``
+    to be validated and written into their receive buffer."""
     out = []
-    head = check if check is not None else _plain
     if not m.metas:  # the hot path: slot numbers only
         try:
             for h, n in m.body:
                 if n:
                     break  # blobs claimed but none came: unpack names it
-                msg = head(h)
+                msg = check(h)
                 if msg is not None:
                     out.append(msg)
             else:
@@ -119,14 +117,10 @@ def land_batch(m: Message, land: Callable[[Message], Msg | None], where: str,
             msg = land(sub)
         else:
             try:
-                msg = head(sub.body)
+                msg = check(sub.body)
             except TypeError as e:
                 raise MessageRejected(f"{where}: an actor message with a malformed header "
                                       f"{sub.body!r:.80}") from e
         if msg is not None:
             out.append(msg)
     return out
-
-
-def _plain(h: Any) -> Msg:
-    return Msg(*h)
