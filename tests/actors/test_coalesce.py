@@ -66,7 +66,8 @@ def test_a_batch_keeps_order_and_lands_blobs_of_mixed_messages(peer):
     # inside the machine only slot numbers travel: a header-only batch, in order
     local = here.recv(2.0)
     assert local is not None and local.kind == uw.BATCH and not local.metas
-    assert [(m.type, m.slot) for m in land_batch(local, None, "t", _as_msg)] == [(READY, 3), (ACK, 0)]
+    landed = land_batch(local, None, "t", _as_msg)
+    assert [(m.type, m.slot) for m in landed] == [(READY, 3), (ACK, 0)]
 
 
 def test_a_batch_flushes_itself_at_its_bound(peer):
