@@ -49,26 +49,18 @@ class KernelCall(InstructionType):
         kernel(ctx, in_arrays, out_arrays, attrs)
 
 
-class HostToDevice(InstructionType):
-    """operand: (host blob, device blob)."""
+class Copy(InstructionType):
+    """operand: (source blob, destination blob); ``convert`` names the stream host's array
+    module function that makes the destination array (``asarray``: host -> device,
+    ``asnumpy``: device -> host), on the copy stream ``stream_type``."""
 
-    stream_type = "cuda.h2d"
-
-    def compute(self, instr: Instruction, host: Any) -> None:
-        src, dst = instr.operand
-        dst.array = host.xp.asarray(src.array)
-        host.allocated += dst.nbytes
-        host.allocs += 1
-
-
-class DeviceToHost(InstructionType):
-    """operand: (device blob, host blob)."""
-
-    stream_type = "cuda.d2h"
+    def __init__(self, stream_type: str, convert: str) -> None:
+        self.stream_type = stream_type
+        self.convert = convert
 
     def compute(self, instr: Instruction, host: Any) -> None:
         src, dst = instr.operand
-        dst.array = host.xp.asnumpy(src.array)
+        dst.array = getattr(host.xp, self.convert)(src.array)
         host.allocated += dst.nbytes
         host.allocs += 1
 
@@ -93,7 +85,7 @@ for _st in (StreamType("cpu.compute", "cpu", "cpu"), StreamType("cuda.compute", 
 
 register_instruction_type("cpu.compute", KernelCall("cpu.compute"))
 register_instruction_type("cuda.compute", KernelCall("cuda.compute"))
-register_instruction_type("cuda.h2d", HostToDevice())
-register_instruction_type("cuda.d2h", DeviceToHost())
+register_instruction_type("cuda.h2d", Copy("cuda.h2d", "asarray"))
+register_instruction_type("cuda.d2h", Copy("cuda.d2h", "asnumpy"))
 register_instruction_type("cpu.release", Release("cpu.compute"))
 register_instruction_type("cuda.release", Release("cuda.compute"))
