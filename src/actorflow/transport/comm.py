@@ -113,6 +113,7 @@ class _Endpoint:
         self._rcvtimeo = -2
         self.closed = False
         self.rejected = 0  # messages refused by the limits or the codec
+        self.send_timeout: float | None = None  # s a send may wait for room (Comm)
 
     # -- receiving ----------------------------------------------------------------------
     def poll(self, timeout: float) -> bool:
@@ -222,7 +223,7 @@ class _Endpoint:
         if e.errno == zmq.EAGAIN and what == "send":  # flow control: the queue stayed full
             return TransportError(
                 f"{self.name}: {self.address} took no message for "
-                f"{getattr(self, 'send_timeout', None) or 0:g}s (its queue stayed full: "
+                f"{self.send_timeout or 0:g}s (its queue stayed full: "
                 "the receiver is stuck or far too slow)")
         return TransportError(f"{self.name}: {what} at {self.address} failed: {e}")
 
@@ -286,7 +287,6 @@ class Comm(_Endpoint):
         sock.setsockopt(zmq.SNDHWM, queue)
         if send_timeout is not None:
             sock.setsockopt(zmq.SNDTIMEO, max(1, int(send_timeout * 1000)))
-        self.send_timeout = send_timeout
         sock.setsockopt(zmq.LINGER, linger_ms)
         self.security = security
         try:
@@ -297,6 +297,7 @@ class Comm(_Endpoint):
             raise
         super().__init__(sock, address, limits, name or f"comm to {address}", False)
         self.pattern = pattern
+        self.send_timeout = send_timeout
 
     def send(self, kind: int, body: Any, arrays: Iterable[tuple[str, np.ndarray]] = (),
              copy: bool = False) -> None:
