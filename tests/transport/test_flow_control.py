@@ -7,8 +7,6 @@ down instead of letting batches pile up in memory.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -22,11 +20,9 @@ def test_a_full_queue_makes_send_wait_then_fail_naming_the_receiver():
     inbox = listen("tcp://127.0.0.1:0", queue=2, name="a slow sink")
     out = connect(inbox.address, queue=2, send_timeout=0.3, linger_ms=0, name="to the sink")
     try:
-        t0 = time.monotonic()
         with pytest.raises(TransportError, match=r"took no message for 0.3s .*queue stayed full"):
             for _ in range(200):  # bounded: 200 MiB if nothing ever waited
                 out.send(1, {"n": 1}, [("x", BIG)])
-        assert time.monotonic() - t0 < 10
         # the receiver takes what waits: the sender has room again
         got = 0
         while inbox.recv(0.5) is not None:
