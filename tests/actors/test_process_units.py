@@ -13,7 +13,7 @@ from tests.procs import pid_alive as _alive
 import actorflow as af
 from actorflow.actors.node import MachineNode
 from actorflow.errors import TransportError, UnitLost, WaitTimeout
-from actorflow.transport.shm import cleanup_run, list_run_segments
+from actorflow.transport.shm import list_run_segments
 
 
 def slow_plan(pieces: int = 400):
@@ -84,7 +84,8 @@ def test_close_before_start_unlinks_segments():
 def test_a_unit_that_cannot_build_fails_start_with_its_reason():
     node = MachineNode(slow_plan(), 0, unit="process", timeout=20)
     try:
-        cleanup_run(node.run_id)  # the segments vanish before the units attach
+        for name in list_run_segments(node.run_id):  # they vanish before the units attach
+            os.unlink(os.path.join("/dev/shm", name))
         t0 = time.monotonic()
         with pytest.raises(TransportError, match=r"machine 0 unit \d: cannot attach to "
                                                  r"shared-memory segment /dev/shm/actorflow"):

@@ -2,7 +2,7 @@
 
 The test plays the coordinator (addresses, a start barrier); the real control plane is
 flowlaunch's.  Also: a machine process SIGKILLed takes its unit processes with it, and the
-launcher-side ``cleanup_run`` removes the shared memory it left.
+launcher-side ``remove_leftovers`` removes the shared memory it left.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 
 import actorflow as af
+from actorflow.launcher.leftovers import remove_leftovers
 from actorflow.plan.io import save_plan
-from actorflow.transport.shm import cleanup_run, list_run_segments
+from actorflow.transport.shm import list_run_segments
 
 HELPER = str(Path(__file__).with_name("machine_proc.py"))
 
@@ -114,5 +115,5 @@ def test_killed_machine_process_takes_its_units_and_cleanup_removes_its_shm(tmp_
         time.sleep(0.05)
     assert not any(os.path.exists(f"/proc/{u}") for u in units), "unit outlived its machine"
     assert list_run_segments(run_id), "a SIGKILLed node cannot unlink: the launcher must"
-    assert cleanup_run(run_id)
+    assert remove_leftovers(run_id)  # what the launcher does after a killed worker
     assert list_run_segments(run_id) == []

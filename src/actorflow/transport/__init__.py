@@ -9,8 +9,7 @@
 - ``limits`` / ``security``: what a receiver accepts, and the authentication hook every
   listener and comm applies to its socket.
 - ``outbox``: one comm per peer address, shared by a process's senders.
-- ``shm``: shared-memory slots (described by plain shapes/dtypes) for process units,
-  ``cleanup_run(run_id)``.
+- ``shm``: shared-memory slots (described by plain shapes/dtypes) for process units.
 
 Transport knows header and frames, never actor messages: what a message kind means, where
 an actor message goes and which READY carries blobs is decided in ``actors/`` (routing,

@@ -5,8 +5,8 @@ starts; units attach by name (``ShmAttach``; ``actors/memory.py`` wraps it as an
 for ``MachineRuntime``) and never unlink.  A segment is described by plain values (desc id,
 slot count, ``{blob name: (shape, dtype)}``): transport knows no plan.  Only slot numbers
 travel between processes.  Names are
-``actorflow<run_id>_m<machine>_d<desc>`` so ``cleanup_run(run_id)`` (the node on every exit
-path, the launcher after a killed worker) finds and unlinks them by prefix.
+``actorflow<run_id>_m<machine>_d<desc>``, so the launcher (after a killed worker) and each
+host's reaper find and unlink them by prefix (``launcher/leftovers.py``).
 
 POSIX shared memory on Linux is a file in /dev/shm; we open it there directly instead of
 ``multiprocessing.shared_memory`` because Python 3.11's resource tracker would unlink
@@ -167,18 +167,3 @@ def list_run_segments(run_id: str | None = None) -> list[str]:
         return sorted(n for n in os.listdir(SHM_DIR) if n.startswith(prefix))
     except OSError:
         return []
-
-
-def cleanup_run(run_id: str) -> list[str]:
-    """Unlink every segment of ``run_id``; returns the names removed (launcher cleanup)."""
-    if not run_id:
-        raise TransportError("cleanup_run needs a run id (refusing to remove every actorflow "
-                             "run)")
-    removed = []
-    for name in list_run_segments(run_id):
-        try:
-            os.unlink(os.path.join(SHM_DIR, name))
-            removed.append(name)
-        except FileNotFoundError:
-            pass
-    return removed
