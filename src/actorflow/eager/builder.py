@@ -43,17 +43,6 @@ class InstructionsBuilder:
             b.producer = instr
         return instr
 
-    def call_kernel(self, op_name: str, kernel: Any, ins: dict[str, BlobObject],
-                    outs: dict[str, BlobObject], attrs: dict[str, Any], device: Device,
-                    where: Any) -> Instruction:
-        """Run an op kernel on ``device``'s compute stream; outputs are allocated there."""
-        instr = self._new(f"{device.type}.compute", device, op_name,
-                          (kernel, ins, outs, attrs), list(ins.values()), list(outs.values()),
-                          where)
-        for b in outs.values():
-            b.producer = instr
-        return instr
-
     def copy(self, src: BlobObject, device: Device,
              where: Any) -> BlobObject:
         """A new blob on ``device`` holding ``src``'s values (h2d / d2h instructions)."""

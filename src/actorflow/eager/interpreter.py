@@ -84,7 +84,7 @@ class EagerLocalInterpreter:
         route = self._routes.get(device)
         if route is None or route[1].vm is not vm:
             route = self._routes[device] = vm.route(f"{device.type}.compute", device)
-        # what InstructionsBuilder.call_kernel + submit do, minus the builder and its list
+        # one compute instruction, straight to the VM (no builder and list: the hot path)
         instr = Instruction(route[0], route[1], expr.op_type, (kernel, blobs, out_blobs, attrs),
                             reads, writes, caller_where())
         for b in writes:

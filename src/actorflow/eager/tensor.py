@@ -223,8 +223,4 @@ def _not_computed(root: Exception) -> EagerKernelError:
     return EagerKernelError("?", "?", str(root))
 
 
-def new_blob(shape: tuple[int, ...], dtype: str, device: Device) -> BlobObject:
-    return BlobObject(shape, dtype, device)
-
-
 __all__ = ["LocalTensor", "Where", "as_device", "caller_where", "get_vm"]
