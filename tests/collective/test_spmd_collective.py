@@ -66,7 +66,7 @@ def test_a_rank_killed_mid_collective_is_named_by_every_other_rank_within_3s(tmp
         for p in procs:
             if p.poll() is None:
                 p.kill()
-            p.communicate()
+            p.communicate(timeout=30)
     killed = json.loads((tmp_path / "killed.json").read_text())
     assert codes[2] == -9
     for rank in (0, 1, 3):
@@ -106,7 +106,7 @@ def test_a_rank_that_never_starts_fails_the_others_within_the_timeout(tmp_path):
         for p in procs:
             if p.poll() is None:
                 p.kill()
-                p.communicate()
+                p.communicate(timeout=30)
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 3, err
         doc = json.loads(out.split("MEET ", 1)[1])
