@@ -7,8 +7,8 @@ import pytest
 
 import actorflow as af
 from actorflow.actors.inbound import Inbound, MalformedMessage
-from actorflow.actors.node import MachineView
-from actorflow.protocol.messages import ACK, CLIENT, CMD, EORD, READY, Msg
+from actorflow.actors.machine_view import MachineView
+from actorflow.protocol.messages import ACK, CLIENT, CMD, EORD, READY, SEND, STOP, Msg
 
 
 def view_and_inbound(logged: list[str]):
@@ -34,7 +34,7 @@ def test_a_real_remote_ready_passes_and_lands_nowhere_else():
     data = np.arange(4, dtype="float32")
     msg = inbound.check(body, [["out", "<f4", [4]]], [data.tobytes()], "10.0.0.1")
     assert (msg.type, msg.src, msg.dst, msg.slot) == (READY, src, comm.task_id, 1)
-    assert inbound.check(Msg(CMD, CLIENT, comm.task_id, cmd="stop").header(), None, []) is not None
+    assert inbound.check(Msg(CMD, CLIENT, comm.task_id, cmd=STOP).header(), None, []) is not None
     assert not logged and inbound.dropped == {}
 
 
@@ -50,6 +50,12 @@ def test_a_real_remote_ready_passes_and_lands_nowhere_else():
     (lambda b: [*b[:4], 2, *b[5:]], r"slot 2 outside \[0, 2\)"),
     (lambda b: [ACK, *b[1:]], r"does not link task"),
     (lambda b: [*b[:4], 2**64, *b[5:]], r"must be 64-bit integers"),
+    (lambda b: [*b[:4], 2**31, *b[5:]], r"slot 2147483648 does not fit"),
+    (lambda b: [*b[:8], 3, b[9]], r"a READY with command code 3"),
+    (lambda b: [*b[:9], "x"], r"must be 64-bit integers"),
+    (lambda b: [CMD, CLIENT, *b[2:8], 9, -1], r"command 9 from task -1"),
+    (lambda b: [CMD, 5, *b[2:8], STOP, -1], r"command 2 from task 5"),
+    (lambda b: [CMD, CLIENT, *b[2:8], SEND, -1], r"'send' command without a critical"),
 ])
 def test_malformed_headers_are_named(mutate, problem):
     logged: list[str] = []

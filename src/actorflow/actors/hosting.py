@@ -16,7 +16,7 @@ apart fails the type check instead of an ``AttributeError`` at run time.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class Runtime(Protocol):
 
     def push_feed(self, task_id: int, arrays: dict[str, np.ndarray]) -> None: ...
 
-    def command(self, task_id: int, name: str, payload: Any = None) -> None: ...
+    def command(self, task_id: int, name: str, arg: int | None = None) -> None: ...
 
     def wait_exited(self, timeout: float) -> None: ...
 

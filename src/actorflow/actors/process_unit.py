@@ -18,7 +18,6 @@ import signal
 import sys
 import time
 import traceback
-from collections import deque
 from typing import Any
 
 import msgpack
@@ -28,6 +27,7 @@ from actorflow.actors.coalesce import land_batch
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.inbound import Inbound, MalformedMessage
 from actorflow.actors.landing import land
+from actorflow.actors.machine_view import MachineView
 from actorflow.actors.memory import SharedDeviceAllocator, ShmAllocator
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
@@ -52,8 +52,6 @@ class Stopped(Exception):
 
 class ProcessUnit:
     def __init__(self, cfg: dict[str, Any]) -> None:
-        from actorflow.actors.node import MachineView
-
         self.machine_id = mid = int(cfg["machine_id"])
         self.thrd_id = tid = int(cfg["thrd_id"])
         self.name = f"machine {mid} unit {tid}"
@@ -204,9 +202,10 @@ class ProcessUnit:
         unit = self.unit
         if unit is None:
             return
-        for early in self.early:
-            unit.local.extend(self._take(early))
+        early = [msg for m in self.early for msg in self._take(m)]
         self.early = []
+        if early:
+            unit.push(early)
         run_unit(unit, _SocketSource(self))
 
     def wait_stop(self, limit: float = 60.0) -> None:
@@ -253,30 +252,29 @@ class _SocketSource:
         assert pu.unit is not None
         self.recv = pu._recv  # inbound validation (actors/inbound.py) before landing
         self.queue = pu.unit.inbox
-        self.take = pu._take
+        self.take_wire = pu._take
         self.check = pu._check
         self.ppid = os.getppid()
-        self.unpacked: deque[Msg] = deque()  # the rest of a received BATCH, in order
 
-    def next(self, timeout: float) -> Msg | None:
-        if self.unpacked:
-            return self.unpacked.popleft()
-        if not self.queue.empty():
-            msg = self.queue.get_nowait()
+    def take(self, timeout: float) -> list[Msg]:
+        """The commands queued here, then one wire message (a BATCH unpacked in order)."""
+        out: list[Msg] = []
+        q = self.queue
+        while not q.empty():
+            msg = q.get_nowait()
             if not isinstance(msg, Msg):
                 raise Stopped
-            return msg
-        m = self.recv(timeout)
+            out.append(msg)
+        m = self.recv(0.0 if out else timeout)
         if m is None or m is _DROPPED:
-            return None
+            return out
         if m.kind or m.metas:
-            msgs = self.take(m)
-            if not msgs:
-                return None  # a feed took it
-            if len(msgs) > 1:
-                self.unpacked.extend(msgs[1:])
-            return msgs[0]
-        return self.check(m)
+            out.extend(self.take_wire(m))  # a feed takes its CMD's arrays; a BATCH unpacks
+        else:
+            msg = self.check(m)
+            if msg is not None:
+                out.append(msg)
+        return out
 
     def idle(self) -> bool:
         if os.getppid() != self.ppid:

@@ -40,7 +40,6 @@ from actorflow.trace.events import (
     RECV,
     SEND,
     message_row,
-    plain_payload,
 )
 from actorflow.trace.packed import MSG_WORDS, decode_chunk
 from actorflow.trace.tracefile import TraceWriter, plan_info, write_dump
@@ -141,8 +140,8 @@ class TraceUnit:
                 flush()
 
         def recv(m: Any) -> None:
-            if m.type == CMD:  # client commands carry a name and a payload
-                cmds[len(buf) // 8] = (m.cmd, plain_payload(m.payload))
+            if m.type == CMD:  # client commands carry a name and an argument
+                cmds[len(buf) // 8] = (m.cmd_name, m.arg)
             buf.extend(msg(RECV, now(), m.type, m.src, m.dst, m.regst_desc_id, m.slot,
                            m.piece_id, m.seq, m.msg_id))
             if len(buf) >= cap:

@@ -1,0 +1,60 @@
+"""Which core runs a unit's actors: the compiled one or the Python reference.
+
+``ACTORFLOW_CORE`` (``actorflow._core.core_name``) picks for the whole process; a unit whose
+tasks include a kind the compiled core does not know (a kind registered by a plugin, say)
+runs on the Python core, as OneFlow runs its general actor where no light one fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from actorflow import _core
+from actorflow.protocol.task import TaskView
+from actorflow.protocol.unit_core import CoreRecorder, PyUnitCore, UnitCore
+
+CoreFactory = Callable[[Sequence[TaskView], dict[int, int], str, "CoreRecorder | None"],
+                       UnitCore]
+
+
+def _native(tasks: Sequence[TaskView], producer_of: dict[int, int], name: str,
+            recorder: CoreRecorder | None) -> UnitCore:
+    from actorflow._core.unit_core import NativeUnitCore
+
+    return NativeUnitCore(tasks, producer_of, name, recorder)
+
+
+CORES: dict[str, CoreFactory] = {"python": PyUnitCore, "native": _native}
+
+
+def available_cores() -> list[str]:
+    """The cores this process can build (``native`` only where the extension is built)."""
+    return ["python"] + (["native"] if _native_loads() else [])
+
+
+def _native_loads() -> bool:
+    if _core.native_error() is not None:
+        return False
+    try:
+        import actorflow._core.unit_core  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def make_unit_core(tasks: Sequence[TaskView], producer_of: dict[int, int], name: str,
+                   recorder: CoreRecorder | None = None, impl: str | None = None) -> UnitCore:
+    """The core of one unit hosting ``tasks`` (``impl``: ``python``/``native``; None: the
+    process's choice, ``actorflow._core.core_name()``)."""
+    impl = impl or _core.core_name()
+    if impl == "native" and not (_native_loads() and native_covers(tasks)):
+        impl = "python"
+    return CORES[impl](tasks, producer_of, name, recorder)
+
+
+def native_covers(tasks: Sequence[TaskView]) -> bool:
+    """True when the compiled core has a state machine for every kind of ``tasks``."""
+    from actorflow._core.unit_core import native_kinds
+
+    kinds = native_kinds()
+    return all(t.task_type in kinds for t in tasks)
