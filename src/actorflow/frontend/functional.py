@@ -11,7 +11,7 @@ expected become constants (lazy) or tensors (eager) on the device of the call's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actorflow.errors import CompileError, UsageError
 from actorflow.frontend.dispatch import interpreter_for
@@ -23,12 +23,12 @@ from actorflow.frontend.signature import (
     ArrayArg,
     FunctionalOp,
     _NoMatch,
+    is_tensor,
     register_type,
-    set_tensor_types,
 )
-from actorflow.frontend.tensor import Tensor, TensorMethods
 
-set_tensor_types(TensorMethods)
+if TYPE_CHECKING:
+    from actorflow.frontend.tensor import Tensor
 
 
 def _placement_arg(v: Any) -> Placement:
@@ -52,9 +52,8 @@ def _finalize(bound: dict) -> dict:
     """Turn numpy arguments into tensors of the interpreter of the call's tensors."""
     if not any(isinstance(v, (ArrayArg, list)) for v in bound.values()):
         return bound
-    tensors = [v for v in bound.values() if isinstance(v, TensorMethods)]
-    tensors += [x for v in bound.values() if isinstance(v, list) for x in v
-                if isinstance(x, TensorMethods)]
+    tensors = [v for v in bound.values() if is_tensor(v)]
+    tensors += [x for v in bound.values() if isinstance(v, list) for x in v if is_tensor(x)]
     interp = interpreter_for(tensors)
 
     def fix(v: Any) -> Any:
