@@ -44,7 +44,8 @@ class Step:
         self.name = name
         self.where = where
         self.kernel = kernel
-        self.ufunc, self.form = ufunc if ufunc is not None else (None, None)
+        self.ufunc: str | None = ufunc[0] if ufunc is not None else None
+        self.form: str | None = ufunc[1] if ufunc is not None else None
         self.ins = ins
         self.outs = outs
         self.attrs = attrs

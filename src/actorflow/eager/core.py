@@ -23,6 +23,7 @@ PYTHON: Any = issue
 FastCall: Any = fastcall.FastCall
 FastPlan: Any = fastcall.FastPlan
 set_tensor_type = fastcall.set_tensor_type
+set_issue_hook = fastcall.set_issue_hook
 
 
 def default_core() -> Any:
@@ -30,4 +31,5 @@ def default_core() -> Any:
     return NATIVE if NATIVE is not None else PYTHON
 
 
-__all__ = ["NATIVE", "PYTHON", "FastCall", "FastPlan", "default_core", "set_tensor_type"]
+__all__ = ["NATIVE", "PYTHON", "FastCall", "FastPlan", "default_core", "set_issue_hook",
+           "set_tensor_type"]

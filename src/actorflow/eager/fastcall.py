@@ -11,10 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 _TENSOR_TYPE: list[Any] = [None]  # the eager local tensor class (set by the frontend)
+_HOOK: list[Any] = [None]  # the autograd tape's issue hook (frontend.dispatch.set_issue_hook)
 
 
 def set_tensor_type(t: type) -> None:
     _TENSOR_TYPE[0] = t
+
+
+def set_issue_hook(fn: Any) -> None:
+    _HOOK[0] = fn
 
 
 class FastPlan:
@@ -43,16 +48,16 @@ def call_key(tensor_type: Any, args: tuple, kwargs: dict[str, Any]) -> tuple:
             key.append(a._blob.meta)
         elif t is not float:
             key.append(a)
-    for k, a in kwargs.items():
+    for name, a in kwargs.items():
         t = type(a)
-        key.append(k)
+        key.append(name)
         key.append(t)
         if t is tensor_type:
             key.append(a._blob.meta)
         elif t is not float:
             key.append(a)
     k = tuple(key)
-    hash(k)
+    hash(k)  # TypeError for an unhashable argument: no fast path for this call
     return k
 
 
@@ -74,13 +79,16 @@ class FastCall:
             ts = []
             for p in plan.positions:
                 ts.append(args[p] if type(p) is int else kwargs[p])
-            attrs = None
+            attrs = ip.attrs
             if plan.scalar_attr is not None:
                 p = plan.scalar_pos
                 v = args[p] if type(p) is int else kwargs[p]
-                attrs = dict(ip.attrs)
+                attrs = dict(attrs)
                 attrs[plan.scalar_attr] = v if plan.scalar_conv is None else plan.scalar_conv(v)
-            return ip.run(ts, attrs)
+            out = ip.run(ts, attrs)
+            if _HOOK[0] is not None:
+                _HOOK[0](ip.expr, dict(zip(ip.in_names, ts)), attrs, out)
+            return out
         return self._slow(key, args, kwargs)
 
     def _slow(self, key: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
@@ -88,4 +96,4 @@ class FastCall:
 
 
 
-__all__ = ["FastCall", "FastPlan", "call_key", "set_tensor_type"]
+__all__ = ["FastCall", "FastPlan", "call_key", "set_issue_hook", "set_tensor_type"]

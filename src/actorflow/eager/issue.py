@@ -18,8 +18,6 @@ from actorflow.eager.blob import BlobObject
 from actorflow.eager.chain import Step
 from actorflow.eager.tensor import caller_where
 
-ISSUE_HOOK: list[Any] = [None]  # the autograd tape's hook (frontend.dispatch.set_issue_hook)
-
 
 class IssuePlan:
     __slots__ = ("attrs", "expr", "in_names", "itype", "kernel", "outs", "stream", "ufunc",
@@ -60,14 +58,8 @@ class IssuePlan:
         vm.submit_step(self.itype, self.stream, step)
         wrap = self.wrap
         if len(writes) == 1:
-            out = wrap(writes[0], vm)
-            if ISSUE_HOOK[0] is not None:
-                ISSUE_HOOK[0](self.expr, dict(zip(self.in_names, tensors)), attrs, (out,))
-            return out
-        res = tuple(wrap(b, vm) for b in writes)
-        if ISSUE_HOOK[0] is not None:
-            ISSUE_HOOK[0](self.expr, dict(zip(self.in_names, tensors)), attrs, res)
-        return res
+            return wrap(writes[0], vm)
+        return tuple(wrap(b, vm) for b in writes)
 
 
-__all__ = ["ISSUE_HOOK", "IssuePlan"]
+__all__ = ["IssuePlan"]

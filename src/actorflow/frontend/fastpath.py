@@ -65,7 +65,7 @@ def remember(op: Any, key: Any, sig: Any, fn: Any, args: tuple, kwargs: dict[str
         return
     where: dict[str, Any] = {}  # parameter -> position in the call (index or keyword)
     positional = [p for p in sig.params if not p.keyword_only]
-    for i, (p, v) in enumerate(zip(positional, args)):
+    for i, p in enumerate(positional[:len(args)]):
         where[p.name] = i
     for k in kwargs:
         where[k] = k
