@@ -198,3 +198,8 @@ class EagerKernelError(ActorflowError):
 class DeviceError(FatalError):
     """No usable device: CuPy missing (names the extra to install), a device index past the
     devices this machine has, a device type that is not known."""
+
+
+class AutogradError(FatalError, RuntimeError):
+    """``backward()`` cannot proceed: an op with no gradient rule, a gradient whose shape is
+    not its tensor's, a graph already freed, a root that does not require grad."""

@@ -16,6 +16,7 @@ one op is an error that names both.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from actorflow.errors import UsageError
@@ -24,6 +25,16 @@ from actorflow.registry import Registry
 
 INTERPRETERS: Registry[Any] = Registry("interpreter")
 _BY_NAME: dict[str, Any] = {}
+
+# Called after every op an OpExpr issues, any interpreter: fn(expr, inputs, attrs, outputs).
+# Autograd (frontend/autograd/tape.py) sets it when the first tensor requires grad; while it
+# is None an op pays one pointer test.
+ISSUE_HOOK: Callable[[Any, dict, dict, Any], None] | None = None
+
+
+def set_issue_hook(fn: Callable[[Any, dict, dict, Any], None] | None) -> None:
+    global ISSUE_HOOK
+    ISSUE_HOOK = fn
 
 
 def register_interpreter(name: str, interpreter: Any) -> Any:
@@ -73,7 +84,12 @@ class OpExpr:
         return d
 
     def __call__(self, inputs: dict[str, Any], attrs: dict[str, Any] | None = None) -> Any:
-        return interpreter_for(inputs.values()).apply(self, inputs, attrs or {})
+        attrs = attrs or {}
+        out = interpreter_for(inputs.values()).apply(self, inputs, attrs)
+        hook = ISSUE_HOOK
+        if hook is not None:
+            hook(self, inputs, attrs, out)
+        return out
 
     def __repr__(self) -> str:
         return f"OpExpr({self.op_type!r}, {self.input_names})"
