@@ -24,15 +24,16 @@ SHARED = {"errors", "registry", "sbp_geometry"}  # leaf modules every package ma
 ARROWS: dict[str, set[str]] = {
     "launcher": {"actors", "eager", "plan", "trace"},
     "frontend": {"eager", "plan", "kernels"},
-    "eager": {"collective", "streams", "kernels", "trace"},
+    "eager": {"collective", "streams", "kernels", "trace", "_core"},
     "collective": {"transport"},
-    "actors": {"plan", "protocol", "streams", "kernels", "transport", "trace"},
+    "actors": {"plan", "protocol", "streams", "kernels", "transport", "trace", "_core"},
     "plan": {"protocol", "kernels"},
     "trace": {"plan", "protocol"},  # reads plan files; replays through the state machines
     "protocol": set(),
     "streams": set(),
     "kernels": set(),
     "transport": set(),
+    "_core": set(),  # the compiled core: a floor beside protocol
 }
 
 

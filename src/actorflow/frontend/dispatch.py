@@ -16,7 +16,6 @@ one op is an error that names both.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from actorflow.errors import UsageError
@@ -25,16 +24,17 @@ from actorflow.registry import Registry
 
 INTERPRETERS: Registry[Any] = Registry("interpreter")
 _BY_NAME: dict[str, Any] = {}
-
-# Called after every op an OpExpr issues, any interpreter: fn(expr, inputs, attrs, outputs).
-# Autograd (frontend/autograd/tape.py) sets it when the first tensor requires grad; while it
-# is None an op pays one pointer test.
-ISSUE_HOOK: Callable[[Any, dict, dict, Any], None] | None = None
+ISSUE_HOOK: Any = None  # autograd's tape hook: fn(expr, inputs, attrs, outputs), or None
 
 
-def set_issue_hook(fn: Callable[[Any, dict, dict, Any], None] | None) -> None:
+def set_issue_hook(fn: Any) -> None:
+    """Call ``fn(expr, inputs: dict, attrs: dict, outputs)`` right after every op is issued
+    (any interpreter, the fast path too); None turns it off (then it costs one test)."""
     global ISSUE_HOOK
+    from actorflow.eager.core import set_issue_hook as eager_hook
+
     ISSUE_HOOK = fn
+    eager_hook(fn)
 
 
 def register_interpreter(name: str, interpreter: Any) -> Any:
@@ -86,9 +86,8 @@ class OpExpr:
     def __call__(self, inputs: dict[str, Any], attrs: dict[str, Any] | None = None) -> Any:
         attrs = attrs or {}
         out = interpreter_for(inputs.values()).apply(self, inputs, attrs)
-        hook = ISSUE_HOOK
-        if hook is not None:
-            hook(self, inputs, attrs, out)
+        if ISSUE_HOOK is not None:
+            ISSUE_HOOK(self, inputs, attrs, out)
         return out
 
     def __repr__(self) -> str:

@@ -27,7 +27,8 @@ def _unary(op_type: str, fn_name: str, doc: str) -> None:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         getattr(ctx.xp, fn_name)(ins["in"], out=outs["out"])
 
-    register_op(OpDef(op_type, ("in",), lambda ins, a: same(ins["in"]), kernel, doc=doc))
+    register_op(OpDef(op_type, ("in",), lambda ins, a: same(ins["in"]), kernel, doc=doc,
+                      ufunc=(fn_name, "t")))
 
 
 def _identity_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
@@ -39,7 +40,8 @@ def _relu_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) ->
 
 
 register_op(OpDef("identity", ("in",), lambda ins, a: same(ins["in"]), _identity_kernel))
-register_op(OpDef("relu", ("in",), lambda ins, a: same(ins["in"]), _relu_kernel))
+register_op(OpDef("relu", ("in",), lambda ins, a: same(ins["in"]), _relu_kernel,
+                  ufunc=("maximum", "t0")))
 _unary("neg", "negative", "-x")
 _unary("exp", "exp", "e**x")
 _unary("tanh", "tanh", "tanh(x)")
@@ -65,7 +67,7 @@ def _binary_kernel(fn_name: str) -> KernelFn:
 
 
 for _t, _fn in BINARY.items():
-    register_op(OpDef(_t, ("a", "b"), _binary_infer(_t), _binary_kernel(_fn)))
+    register_op(OpDef(_t, ("a", "b"), _binary_infer(_t), _binary_kernel(_fn), ufunc=(_fn, "tt")))
 
 
 def _scalar_infer(op_type: str) -> InferFn:
@@ -98,10 +100,10 @@ for _t, _fn in BINARY.items():
     if _t in ("maximum", "minimum"):
         continue
     register_op(OpDef(f"scalar_{_t}", ("in",), _scalar_infer(f"scalar_{_t}"),
-                      _scalar_kernel(_fn, False), doc=f"x {_t} scalar"))
+                      _scalar_kernel(_fn, False), doc=f"x {_t} scalar", ufunc=(_fn, "ts")))
     if _t in ("sub", "div", "pow"):
         register_op(OpDef(f"scalar_r{_t}", ("in",), _scalar_infer(f"scalar_r{_t}"),
-                          _scalar_kernel(_fn, True), doc=f"scalar {_t} x"))
+                          _scalar_kernel(_fn, True), doc=f"scalar {_t} x", ufunc=(_fn, "st")))
 
 
 def _add_n_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
