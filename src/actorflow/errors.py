@@ -13,7 +13,8 @@ Two branches say whose the problem is:
 ActorflowError
   InputError      PlanError (PlanLoadError, PlanValidationError), CompileError,
                   UsageError, ArgumentTypeError, OpError, RegistryError (UnknownOpError),
-                  ProtocolError, MalformedMessage, ConsistencyError, DeviceError, TraceError
+                  ProtocolError, MalformedMessage, ConsistencyError, DeviceError, TraceError,
+                  AutogradError
   RunError        KernelError, EagerKernelError, JobRunError, WaitTimeout (StallError),
                   SessionClosed, TransportError (CommClosed, UnitLost), LaunchError,
                   CollectiveError (RankLost), InternalError
@@ -221,3 +222,8 @@ class EagerKernelError(RunError):
 class DeviceError(InputError):
     """No usable device: CuPy missing (names the extra to install), a device index past the
     devices this machine has, a device type that is not known."""
+
+
+class AutogradError(InputError, RuntimeError):
+    """``backward()`` cannot proceed: an op with no gradient rule, a gradient whose shape is
+    not its tensor's, a graph already freed, a root that does not require grad."""

@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from actorflow.errors import CompileError, UsageError
+from actorflow.errors import AutogradError, CompileError, UsageError
+from actorflow.frontend import dispatch
 from actorflow.frontend.dispatch import interpreter_for
 from actorflow.frontend.dispatch import op_expr as E
 from actorflow.frontend.fastpath import Direct
 from actorflow.frontend.placement import Placement
-from actorflow.frontend.sbp import SbpParallel, as_sbp
+from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
 from actorflow.frontend.signature import (
     ArrayArg,
     FunctionalOp,
@@ -26,6 +27,7 @@ from actorflow.frontend.signature import (
     is_tensor,
     register_type,
 )
+from actorflow.kernels.grad import register_grad
 
 if TYPE_CHECKING:
     from actorflow.frontend.tensor import Tensor
@@ -146,13 +148,23 @@ cast = define("cast", [("Tensor (Tensor x, DataType dtype)",
 _E_MATMUL = E("matmul", ("a", "b"))
 
 
-_matmul = Direct(_E_MATMUL, {"a": "a", "b": "b"},
-                 {"transpose_a": "transpose_a", "transpose_b": "transpose_b"})
+_E_BMM = E("batch_matmul", ("a", "b"))
+_matmul_2d = Direct(_E_MATMUL, {"a": "a", "b": "b"},
+                    {"transpose_a": "transpose_a", "transpose_b": "transpose_b"})
+_matmul_nd = Direct(_E_BMM, {"a": "a", "b": "b"},
+                    {"transpose_a": "transpose_a", "transpose_b": "transpose_b"})
+
+
+def _matmul(a: Tensor, b: Tensor, transpose_a: bool = False,
+            transpose_b: bool = False) -> Tensor:
+    """2-D: ``matmul``; a rank > 2 operand: ``batch_matmul`` (batch axes broadcast)."""
+    fn = _matmul_nd if a.ndim > 2 or b.ndim > 2 else _matmul_2d
+    return fn(a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b)
 
 
 matmul = define("matmul", [
     ("Tensor (Tensor a, Tensor b, *, Bool transpose_a=False, Bool transpose_b=False)", _matmul)],
-    "2-D matrix product")
+    "matrix product; inputs of rank > 2 multiply their last two axes, batch axes broadcast")
 _E_BIAS, _E_SOFTMAX = E("bias_add", ("a", "b")), E("softmax", ("in",))
 bias_add = define("bias_add", [("Tensor (Tensor x, Tensor bias, Int axis=-1)",
                                 Direct(_E_BIAS, {"a": "x", "b": "bias"}, {"axis": "axis"}))])
@@ -202,9 +214,34 @@ def _concat(tensors: list[Tensor], dim: int = 0) -> Tensor:
 concat = define("concat", [("Tensor (TensorList tensors, Int dim=0)", _concat)])
 
 
+_E_TO_GLOBAL = E("to_global", ("in",))
+
+
 def _to_global(x: Tensor, placement: Placement | None = None,
                sbp: SbpParallel | None = None) -> Tensor:
-    return interpreter_for((x,)).to_global(x, placement, sbp)
+    out = interpreter_for((x,)).to_global(x, placement, sbp)
+    hook = dispatch.ISSUE_HOOK  # not an OpExpr call: tell autograd here
+    if hook is not None and out is not x:
+        hook(_E_TO_GLOBAL, {"in": x}, {"placement": placement, "sbp": sbp}, out)
+    return out
+
+
+def _to_global_grad(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+    """Back to the input's placement; the SBP is the forward's dual (a broadcast input's
+    gradient is partial-sum, a partial-sum input's broadcast, a split stays split)."""
+    x = ctx.inputs["in"]
+    if x.interpreter == "eager.local":
+        raise AutogradError("to_global() of a local tensor has no gradient rule; make the "
+                            "tensor that requires grad global instead")
+    code = getattr(x.sbp, "code", None)
+    if x.interpreter == "lazy":  # the compiler keeps dy's layout unless x fixed a split
+        sbp = x.sbp if code is not None and code.startswith("S") else None
+    else:
+        sbp = {"B": partial_sum, "P": broadcast}.get(code or "", x.sbp)
+    return {"in": F.to_global(dy, x.placement, sbp)}
+
+
+register_grad("to_global", _to_global_grad)
 
 
 to_global = define("to_global", [

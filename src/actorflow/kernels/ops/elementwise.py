@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
+from actorflow.kernels.grad import register_grad, sum_to
 from actorflow.kernels.ops._infer import broadcast_shape, result_dtype, same
 from actorflow.kernels.registry import (
     Arrays,
@@ -121,3 +125,65 @@ def _add_n_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -
 
 register_op(OpDef("add_n", (), _add_n_infer, _add_n_kernel, variadic=True,
                   doc="sum of N same-shaped inputs (P->B boxing)"))
+
+
+# -- gradient rules (kernels/grad.py) ---------------------------------------------------------
+def _ab(ctx: Any) -> tuple[Any, Any]:
+    return ctx.inputs["a"], ctx.inputs["b"]
+
+
+def _binary_grad(da: Any, db: Any) -> Any:
+    """A rule from two functions (F, a, b, out, dy) -> the unreduced gradient of a / b."""
+    def rule(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+        a, b = _ab(ctx)
+        out = {}
+        if "a" in ctx.needs:
+            out["a"] = sum_to(F, da(F, a, b, ctx.out, dy), a.shape)
+        if "b" in ctx.needs:
+            out["b"] = sum_to(F, db(F, a, b, ctx.out, dy), b.shape)
+        return out
+    return rule
+
+
+def _pick(F: Any, win: Any, tie: Any, dy: Any) -> Any:
+    """dy where ``win``, half of it where ``tie`` (maximum/minimum share ties evenly)."""
+    return F.add(F.where(win, dy, 0.0), F.where(tie, F.mul(dy, 0.5), 0.0))
+
+
+register_grad("identity", lambda F, ctx, dy: {"in": dy})
+register_grad("neg", lambda F, ctx, dy: {"in": F.neg(dy)})
+register_grad("exp", lambda F, ctx, dy: {"in": F.mul(dy, ctx.out)})
+register_grad("tanh", lambda F, ctx, dy: {"in": F.mul(dy, F.sub(1.0, F.mul(ctx.out, ctx.out)))})
+register_grad("add", _binary_grad(lambda F, a, b, y, dy: dy, lambda F, a, b, y, dy: dy))
+register_grad("sub", _binary_grad(lambda F, a, b, y, dy: dy, lambda F, a, b, y, dy: F.neg(dy)))
+register_grad("mul", _binary_grad(lambda F, a, b, y, dy: F.mul(dy, b),
+                                  lambda F, a, b, y, dy: F.mul(dy, a)))
+register_grad("div", _binary_grad(lambda F, a, b, y, dy: F.div(dy, b),
+                                  lambda F, a, b, y, dy: F.neg(F.div(F.mul(dy, y), b))))
+register_grad("pow", _binary_grad(
+    lambda F, a, b, y, dy: F.mul(dy, F.mul(b, F.pow(a, F.sub(b, 1.0)))),
+    lambda F, a, b, y, dy: F.mul(dy, F.mul(y, F.log(a)))))
+register_grad("maximum", _binary_grad(
+    lambda F, a, b, y, dy: _pick(F, F.gt(a, b), F.eq(a, b), dy),
+    lambda F, a, b, y, dy: _pick(F, F.lt(a, b), F.eq(a, b), dy)))
+register_grad("minimum", _binary_grad(
+    lambda F, a, b, y, dy: _pick(F, F.lt(a, b), F.eq(a, b), dy),
+    lambda F, a, b, y, dy: _pick(F, F.gt(a, b), F.eq(a, b), dy)))
+
+
+def _scalar_rule(fn: Any) -> Any:
+    def rule(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+        return {"in": fn(F, ctx.inputs["in"], ctx.attrs["scalar"], ctx.out, dy)}
+    return rule
+
+
+register_grad(["scalar_add", "scalar_sub"], _scalar_rule(lambda F, x, s, y, dy: dy))
+register_grad("scalar_mul", _scalar_rule(lambda F, x, s, y, dy: F.mul(dy, s)))
+register_grad("scalar_div", _scalar_rule(lambda F, x, s, y, dy: F.div(dy, s)))
+register_grad("scalar_pow", _scalar_rule(
+    lambda F, x, s, y, dy: F.mul(dy, F.mul(F.pow(x, s - 1.0), float(s)))))
+register_grad("scalar_rsub", _scalar_rule(lambda F, x, s, y, dy: F.neg(dy)))
+register_grad("scalar_rdiv", _scalar_rule(lambda F, x, s, y, dy: F.neg(F.div(F.mul(dy, y), x))))
+register_grad("scalar_rpow", _scalar_rule(
+    lambda F, x, s, y, dy: F.mul(F.mul(dy, y), math.log(s))))
+register_grad("add_n", lambda F, ctx, dy: {k: dy for k in ctx.needs})
