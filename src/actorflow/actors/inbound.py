@@ -36,9 +36,6 @@ from actorflow.transport.auth import current_key
 _INT_MAX = 2**63 - 1
 _SLOT_MAX = 2**31 - 1  # a record's slot is an int32 (``_core/record.h``)
 
-__all__ = ["Inbound", "MalformedMessage"]  # the error lives in actorflow.errors (mesh too)
-
-
 def _is_int(v: Any, lo: int = -1) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= _INT_MAX
 
@@ -167,4 +164,4 @@ def _len(v: Any) -> int:
         return 0
 
 
-__all__ = ["Inbound", "MalformedMessage"]
+__all__ = ["Inbound"]
