@@ -7,7 +7,7 @@ installs: the failure is printed as a warning and actorflow runs on its Python c
 compiled core"):
 
 - one extension per ``.pyx`` listed in ``MODULES`` (module name -> extra C sources); every
-  ``*.h`` of ``_core/`` is a dependency of every module, so a header edit rebuilds;
+  ``*.h``/``*.pxi`` of ``_core/`` is a dependency of every module, so an edit rebuilds;
 - ``ACTORFLOW_CORE_SANITIZE=address,undefined`` builds with those sanitizers (CI's
   sanitizer run); ``ACTORFLOW_CORE_DEBUG=1`` builds with ``-O0 -g`` for gdb;
 - ``ACTORFLOW_CORE_BUILD=0`` skips the compiled core altogether (the fallback path).
@@ -27,6 +27,7 @@ CORE = os.path.join("src", "actorflow", "_core")
 # module (under actorflow._core) -> extra C sources; add a line to add a module
 MODULES: dict[str, list[str]] = {
     "_records": [],
+    "unit_core": [],
 }
 
 
@@ -76,7 +77,7 @@ def _extensions() -> list[Extension]:
         _warn("Cython", e)
         return []
     cflags, ldflags = _flags()
-    headers = sorted(glob(os.path.join(CORE, "*.h")))
+    headers = sorted(glob(os.path.join(CORE, "*.h")) + glob(os.path.join(CORE, "*.pxi")))
     exts = [Extension(f"actorflow._core.{name}",
                       sources=[os.path.join(CORE, f"{name}.pyx"), *extra],
                       include_dirs=[CORE], depends=headers,

@@ -7,9 +7,12 @@ runs on the Python core, as OneFlow runs its general actor where no light one fi
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 from actorflow import _core
+from actorflow.protocol.kinds import get_kind
+from actorflow.protocol.messages import Act, Exit, Msg
 from actorflow.protocol.task import TaskView
 from actorflow.protocol.unit_core import CoreRecorder, PyUnitCore, UnitCore
 
@@ -21,7 +24,7 @@ def _native(tasks: Sequence[TaskView], producer_of: dict[int, int], name: str,
             recorder: CoreRecorder | None) -> UnitCore:
     from actorflow._core.unit_core import NativeUnitCore
 
-    return NativeUnitCore(tasks, producer_of, name, recorder)
+    return NativeUnitCore(tasks, producer_of, name, recorder, (Msg, Act, Exit))
 
 
 CORES: dict[str, CoreFactory] = {"python": PyUnitCore, "native": _native}
@@ -48,13 +51,25 @@ def make_unit_core(tasks: Sequence[TaskView], producer_of: dict[int, int], name:
     process's choice, ``actorflow._core.core_name()``)."""
     impl = impl or _core.core_name()
     if impl == "native" and not (_native_loads() and native_covers(tasks)):
+        why = (f"no state machine (or one for another state class) for task type(s) "
+               f"{uncovered(tasks)}" if _native_loads() else "its module did not load")
+        warnings.warn(f"actorflow: {name} runs on the Python core: the compiled core has {why}",
+                      RuntimeWarning, stacklevel=2)
         impl = "python"
     return CORES[impl](tasks, producer_of, name, recorder)
 
 
+def uncovered(tasks: Sequence[TaskView]) -> list[str]:
+    """Task types of ``tasks`` the compiled core does not run (sorted)."""
+    return sorted({t.task_type for t in tasks if not native_covers([t])})
+
+
 def native_covers(tasks: Sequence[TaskView]) -> bool:
-    """True when the compiled core has a state machine for every kind of ``tasks``."""
-    from actorflow._core.unit_core import native_kinds
+    """True when the compiled core has a state machine for every kind of ``tasks``, and the
+    kind registry still names the Python state class that machine is the twin of."""
+    from actorflow._core.unit_core import native_kinds, reference_of
 
     kinds = native_kinds()
-    return all(t.task_type in kinds for t in tasks)
+    return all(t.task_type in kinds
+               and get_kind(t.task_type).state.__name__ == reference_of(t.task_type)
+               for t in tasks)
