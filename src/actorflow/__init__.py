@@ -84,13 +84,32 @@ def __getattr__(name: str) -> Any:
     try:
         module, attr = _LAZY[name]
     except KeyError:
-        raise AttributeError(f"module 'actorflow' has no attribute {name!r}") from None
+        value = _oneflow_name(name)
+        globals()[name] = value
+        return value
     mod = importlib.import_module(module)
     if module.startswith(("actorflow.frontend", "actorflow.eager")):
         _wire_global_tensors()
     value = mod if attr is None else getattr(mod, attr)
     globals()[name] = value  # later look-ups skip __getattr__
     return value
+
+
+def _oneflow_name(name: str) -> Any:
+    """OneFlow's top-level names that are not in ``_LAZY``: dtype objects (``af.float32``,
+    ``af.long``) and every functional op (``af.relu``, ``af.cat``), straight from the
+    functional op registry, so an op declared later needs no edit here."""
+    if not name.startswith("_"):
+        from actorflow.kernels import dtype
+
+        if name in dtype.DTYPES or name in dtype.ALIASES:
+            return dtype.as_dtype(name)
+        functional = importlib.import_module("actorflow.frontend.functional")
+        _wire_global_tensors()
+        op = functional.lookup(name)
+        if op is not None:
+            return op
+    raise AttributeError(f"module 'actorflow' has no attribute {name!r}")
 
 
 def _wire_global_tensors() -> None:
@@ -102,7 +121,7 @@ def _wire_global_tensors() -> None:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY})  # functional ops and dtypes: see af.functional
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly

@@ -25,9 +25,15 @@ from actorflow.frontend.signature import (
     register_type,
     set_tensor_types,
 )
+from actorflow.frontend.namespace import ALIASES, attach_method, set_method_owner
 from actorflow.frontend.tensor import Tensor, TensorMethods
+from actorflow.registry import Registry
 
 set_tensor_types(TensorMethods)
+set_method_owner(TensorMethods)
+
+# every op declared with ``define``, by name: ``af.<name>`` and tensor methods come from here
+OPS: Registry[FunctionalOp] = Registry("functional op")
 
 
 def _placement_arg(v: Any) -> Placement:
@@ -66,8 +72,21 @@ def _finalize(bound: dict) -> dict:
     return {k: fix(v) for k, v in bound.items()}
 
 
-def define(name: str, overloads: list[tuple[str, Callable[..., Any]]], doc: str = "") -> Any:
-    return FunctionalOp(name, overloads, _finalize, doc)
+def define(name: str, overloads: list[tuple[str, Callable[..., Any]]], doc: str = "",
+           method: bool | None = None) -> Any:
+    """Declare the functional op ``name``: registered (so it is ``af.<name>``), and a tensor
+    method where OneFlow's Tensor has one of that name (``method`` overrides: True makes
+    one, False none; ``frontend/namespace.py``)."""
+    op = FunctionalOp(name, overloads, _finalize, doc)
+    OPS.register(name, op)
+    attach_method(name, op, method)
+    return op
+
+
+def lookup(name: str) -> FunctionalOp | None:
+    """The functional op called ``name`` (or one of OneFlow's aliases of it), else None."""
+    name = ALIASES.get(name, name)
+    return OPS.get(name) if name in OPS else None
 
 
 def _no_inplace(name: str, inplace: bool) -> None:

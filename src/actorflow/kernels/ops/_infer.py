@@ -6,6 +6,7 @@ import numpy as np
 
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
+from actorflow.kernels.dtype import as_dtype, promote
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -16,7 +17,11 @@ def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def result_dtype(*dtypes: str) -> str:
-    return np.result_type(*[np.dtype(d) for d in dtypes]).name
+    """The dtype of combining tensors of these dtypes (``kernels/dtype.py``'s promotion)."""
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = promote(out, d)
+    return as_dtype(out)
 
 
 def norm_axis(axis: int, ndim: int, what: str = "axis") -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
+from actorflow.kernels.dtype import floating
 from actorflow.kernels.ops._infer import norm_axis, result_dtype
 from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
@@ -48,7 +49,7 @@ def _bias_add_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs
 def _softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     norm_axis(int(attrs.get("axis", -1)), len(d.shape))
-    dtype = d.dtype if d.dtype.startswith("float") else "float64"
+    dtype = floating(d.dtype)
     return {"out": BlobDesc(d.shape, dtype)}
 
 

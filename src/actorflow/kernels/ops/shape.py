@@ -116,8 +116,10 @@ def _reduce_infer(ins: Blobs, attrs: Attrs, mean: bool = False) -> dict[str, Blo
     shape = [1 if i in axes else s for i, s in enumerate(d.shape)] if keepdims else [
         s for i, s in enumerate(d.shape) if i not in axes]
     dtype = d.dtype
-    if mean and np.dtype(dtype).kind in "iub":
-        dtype = "float64"
+    if np.dtype(dtype).kind in "iub":
+        if mean:  # OneFlow: "Can only calculate the mean of floating types."
+            raise OpError(f"can only calculate the mean of floating types, not {dtype}")
+        dtype = "int64"  # sums of integers and bools are int64 (OneFlow, torch)
     return {"out": BlobDesc(tuple(shape), dtype)}
 
 
