@@ -11,7 +11,7 @@ expected become constants (lazy) or tensors (eager) on the device of the call's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actorflow.errors import CompileError, UsageError
 from actorflow.frontend.dispatch import interpreter_for
@@ -22,18 +22,32 @@ from actorflow.frontend.signature import (
     ArrayArg,
     FunctionalOp,
     _NoMatch,
+    is_tensor,
     register_type,
-    set_tensor_types,
 )
-from actorflow.frontend.namespace import ALIASES, attach_method, set_method_owner
-from actorflow.frontend.tensor import Tensor, TensorMethods
+from actorflow.frontend.namespace import ALIASES, attach_method
 from actorflow.registry import Registry
 
-set_tensor_types(TensorMethods)
-set_method_owner(TensorMethods)
+if TYPE_CHECKING:
+    from actorflow.frontend.tensor import Tensor
+
+
+
+def _load_op_modules() -> None:
+    """Every ``frontend/functional_*.py`` declares more ops: import them all on the first
+    look-up, so a new module of ops needs no list to join (``af.<op>``, ``dir``, tests)."""
+    import importlib
+    import pkgutil
+
+    import actorflow.frontend as pkg
+
+    for m in pkgutil.iter_modules(pkg.__path__):
+        if m.name.startswith("functional_"):
+            importlib.import_module(f"actorflow.frontend.{m.name}")
+
 
 # every op declared with ``define``, by name: ``af.<name>`` and tensor methods come from here
-OPS: Registry[FunctionalOp] = Registry("functional op")
+OPS: Registry[FunctionalOp] = Registry("functional op", loader=_load_op_modules)
 
 
 def _placement_arg(v: Any) -> Placement:
@@ -57,9 +71,8 @@ def _finalize(bound: dict) -> dict:
     """Turn numpy arguments into tensors of the interpreter of the call's tensors."""
     if not any(isinstance(v, (ArrayArg, list)) for v in bound.values()):
         return bound
-    tensors = [v for v in bound.values() if isinstance(v, TensorMethods)]
-    tensors += [x for v in bound.values() if isinstance(v, list) for x in v
-                if isinstance(x, TensorMethods)]
+    tensors = [v for v in bound.values() if is_tensor(v)]
+    tensors += [x for v in bound.values() if isinstance(v, list) for x in v if is_tensor(x)]
     interp = interpreter_for(tensors)
 
     def fix(v: Any) -> Any:

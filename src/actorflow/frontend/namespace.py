@@ -68,10 +68,16 @@ RESERVED = frozenset({"numpy", "to", "cpu", "cuda", "item", "shape", "dtype", "d
                       "ndim", "placement", "sbp", "to_local", "to_global", "tolist"})
 
 _METHOD_OWNER: list[type] = []  # the class tensor methods are attached to (TensorMethods)
+_PENDING: list[tuple[str, Callable[..., Any], bool | None]] = []  # declared before it existed
 
 
 def set_method_owner(cls: type) -> None:
+    """``tensor.py`` names TensorMethods once it exists (functional ops are declared before
+    it: the tensor module imports functional); ops declared so far get their methods now."""
     _METHOD_OWNER[:] = [cls]
+    pending, _PENDING[:] = list(_PENDING), []
+    for name, op, method in pending:
+        attach_method(name, op, method)
 
 
 def wants_method(name: str, method: bool | None) -> bool:
@@ -85,6 +91,9 @@ def attach_method(name: str, op: Callable[..., Any], method: bool | None = None)
     """Make ``tensor.<name>(*args)`` call ``op(tensor, *args)`` unless the tensor class
     defines ``name`` itself (operators and hand-written methods win)."""
     if not wants_method(name, method) or name in RESERVED:
+        return
+    if not _METHOD_OWNER:
+        _PENDING.append((name, op, method))
         return
     owner = _METHOD_OWNER[0]
     if name in owner.__dict__ and not getattr(owner.__dict__[name], "_from_op", False):

@@ -57,6 +57,11 @@ def set_tensor_types(*types: type) -> None:
     _TENSOR_TYPES = types
 
 
+def is_tensor(v: Any) -> bool:
+    """Whether ``v`` is a tensor of a class given to ``set_tensor_types``."""
+    return isinstance(v, _TENSOR_TYPES)
+
+
 def _fail() -> Any:
     raise _NoMatch
 
@@ -352,5 +357,5 @@ class FunctionalOp:
         return f"<functional op {self.__name__}>"
 
 
-__all__ = ["ArrayArg", "FunctionalOp", "Param", "Signature", "bind", "parse_signature",
-           "register_type", "set_tensor_types"]
+__all__ = ["ArrayArg", "FunctionalOp", "Param", "Signature", "bind", "is_tensor",
+           "parse_signature", "register_type", "set_tensor_types"]

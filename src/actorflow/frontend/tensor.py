@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from actorflow.frontend import functional as F
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel
+from actorflow.frontend.namespace import set_method_owner
+from actorflow.frontend.signature import set_tensor_types
 
 if TYPE_CHECKING:
     from actorflow.frontend.job import Job
@@ -142,4 +145,5 @@ class Tensor(TensorMethods):
         raise TypeError("lazy tensors are not picklable")
 
 
-from actorflow.frontend import functional as F  # noqa: E402  (operators call into it)
+set_tensor_types(TensorMethods)  # functional's signatures accept these (imports stay one-way)
+set_method_owner(TensorMethods)  # ops declared so far (and later) become tensor methods
