@@ -24,6 +24,11 @@ __version__ = "0.1.0"
 # public name -> (module, attribute); attribute None: the module itself
 _LAZY: dict[str, tuple[str, str | None]] = {
     "ClusterSession": ("actorflow.session", "ClusterSession"),
+    "Size": ("actorflow.frontend.size", "Size"),
+    "Tensor": ("actorflow.frontend.tensor", "TensorMethods"),
+    "comm": ("actorflow.comm", None),
+    "nn": ("actorflow.nn", None),
+    "is_tensor": ("actorflow.frontend.tensor", "is_tensor"),
     "Device": ("actorflow.eager.device", "Device"),
     "EagerGlobalTensor": ("actorflow.frontend.global_tensor", "EagerGlobalTensor"),
     "EagerTensor": ("actorflow.frontend.eager_tensor", "EagerTensor"),
@@ -72,12 +77,46 @@ class _TracePackage(types.ModuleType):
 _trace_pkg.__class__ = _TracePackage
 trace = _trace_pkg
 
-__all__ = ["ClusterSession", "Device", "EagerGlobalTensor", "EagerTensor", "Job", "Plan",
-           "PlanBuilder", "Session",
-           "__version__", "arange", "compile", "counters", "device", "env", "errors", "full",
-           "functional", "input", "job", "load_plan", "ones", "output", "placement", "randn",
-           "random_input", "read_variable", "save_plan", "sbp", "sync", "tensor", "trace",
-           "variable", "zeros"]
+__all__ = [
+    "ClusterSession",
+    "Device",
+    "EagerGlobalTensor",
+    "EagerTensor",
+    "Job",
+    "Plan",
+    "PlanBuilder",
+    "Session",
+    "Size",
+    "Tensor",
+    "__version__",
+    "arange",
+    "comm",
+    "compile",
+    "counters",
+    "device",
+    "env",
+    "errors",
+    "full",
+    "functional",
+    "input",
+    "is_tensor",
+    "job",
+    "load_plan",
+    "nn",
+    "ones",
+    "output",
+    "placement",
+    "randn",
+    "random_input",
+    "read_variable",
+    "save_plan",
+    "sbp",
+    "sync",
+    "tensor",
+    "trace",
+    "variable",
+    "zeros",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -88,7 +127,8 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     mod = importlib.import_module(module)
-    if module.startswith(("actorflow.frontend", "actorflow.eager")):
+    if module.startswith(("actorflow.frontend", "actorflow.eager", "actorflow.nn",
+                          "actorflow.comm")):
         _wire_global_tensors()
     value = mod if attr is None else getattr(mod, attr)
     globals()[name] = value  # later look-ups skip __getattr__
@@ -99,7 +139,7 @@ def _oneflow_name(name: str) -> Any:
     """OneFlow's top-level names that are not in ``_LAZY``: dtype objects (``af.float32``,
     ``af.long``) and every functional op (``af.relu``, ``af.cat``), straight from the
     functional op registry, so an op declared later needs no edit here."""
-    if not name.startswith("_"):
+    if not name.startswith("_") and name not in _submodules():
         from actorflow.kernels import dtype
 
         if name in dtype.DTYPES or name in dtype.ALIASES:
@@ -110,6 +150,19 @@ def _oneflow_name(name: str) -> Any:
         if op is not None:
             return op
     raise AttributeError(f"module 'actorflow' has no attribute {name!r}")
+
+
+_SUBMODULES: set[str] = set()
+
+
+def _submodules() -> set[str]:
+    """actorflow's own modules and packages: ``from actorflow import spmd`` asks
+    ``__getattr__`` first, which must then leave the import system to load it."""
+    if not _SUBMODULES:
+        import pkgutil
+
+        _SUBMODULES.update(m.name for m in pkgutil.iter_modules(__path__))
+    return _SUBMODULES
 
 
 def _wire_global_tensors() -> None:
@@ -125,6 +178,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
+    from actorflow import comm, nn
     from actorflow.eager.device import Device
     from actorflow.eager.device import as_device as device
     from actorflow.frontend import functional, sbp
@@ -133,6 +187,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
     from actorflow.frontend.global_tensor import EagerGlobalTensor
     from actorflow.frontend.job import Job, compile, input, job, output, random_input, variable
     from actorflow.frontend.placement import placement
+    from actorflow.frontend.size import Size
+    from actorflow.frontend.tensor import TensorMethods as Tensor
+    from actorflow.frontend.tensor import is_tensor
     from actorflow.frontend.variables import read_variable
     from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
     from actorflow.session import ClusterSession, Session

@@ -198,3 +198,7 @@ class EagerKernelError(ActorflowError):
 class DeviceError(FatalError):
     """No usable device: CuPy missing (names the extra to install), a device index past the
     devices this machine has, a device type that is not known."""
+
+
+class DimensionError(OpError, IndexError):
+    """A dimension or index out of range (OneFlow raises ``IndexError``); names the range."""

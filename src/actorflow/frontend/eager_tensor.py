@@ -8,13 +8,23 @@ from __future__ import annotations
 from actorflow.eager.interpreter import EagerLocalInterpreter
 from actorflow.eager.tensor import LocalTensor
 from actorflow.frontend.dispatch import register_interpreter
+from actorflow.frontend.size import Size
 from actorflow.frontend.tensor import TensorMethods
+from actorflow.kernels.dtype import DTYPES, DType
 
 
 class EagerTensor(TensorMethods, LocalTensor):
     """A tensor with values on a device, computed asynchronously by the eager VM."""
 
     __slots__ = ()
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._blob.shape)
+
+    @property
+    def dtype(self) -> DType:
+        return DTYPES[self._blob.dtype]
 
 
 EAGER_LOCAL = register_interpreter("eager.local", EagerLocalInterpreter(EagerTensor))

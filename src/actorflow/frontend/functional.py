@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from actorflow.errors import CompileError, UsageError
+from actorflow.errors import CompileError, DimensionError, UsageError
 from actorflow.frontend.dispatch import interpreter_for
 from actorflow.frontend.dispatch import op_expr as E
+from actorflow.frontend.namespace import ALIASES, attach_method
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel, as_sbp
 from actorflow.frontend.signature import (
@@ -25,7 +26,6 @@ from actorflow.frontend.signature import (
     is_tensor,
     register_type,
 )
-from actorflow.frontend.namespace import ALIASES, attach_method
 from actorflow.registry import Registry
 
 if TYPE_CHECKING:
@@ -247,6 +247,22 @@ transpose = define("transpose", [
 ])
 
 
+def _permute(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    n = x.ndim
+    if len(dims) != n:
+        raise CompileError(f"permute(): number of dims don't match in permute: {len(dims)} dims "
+                           f"{list(dims)} for a tensor of rank {n} {tuple(x.shape)}")
+    for d in dims:
+        if not -max(n, 1) <= d < max(n, 1):
+            raise DimensionError(f"permute(): Dimension out of range (expected to be in range "
+                                 f"of [{-max(n, 1)}, {max(n, 1) - 1}], but got {d})")
+    return _E_TRANSPOSE({"in": x}, {"perm": [d % max(n, 1) for d in dims]})
+
+
+permute = define("permute", [("Tensor (Tensor x, IntList dims)", _permute)],
+                 "the axes of input in the order dims")
+
+
 def _concat(tensors: list[Tensor], dim: int = 0) -> Tensor:
     names = tuple(f"in_{i}" for i in range(len(tensors)))
     return E("concat", names)(dict(zip(names, tensors)), {"axis": dim})
@@ -279,6 +295,38 @@ assign = define("assign", [("Tensor (Tensor ref, Tensor value)", _assign),
                 "write value into variable ref (applied in piece order); returns the new "
                 "value")
 
-__all__ = ["add", "assign", "bias_add", "cast", "concat", "div", "exp", "identity", "matmul",
-           "maximum", "mean", "minimum", "mul", "neg", "pow", "relu", "reshape", "softmax", "sub",
-           "sum", "tanh", "to_global", "transpose"]
+__all__ = [
+    "add",
+    "assign",
+    "bias_add",
+    "cast",
+    "concat",
+    "div",
+    "exp",
+    "identity",
+    "matmul",
+    "maximum",
+    "mean",
+    "minimum",
+    "mul",
+    "neg",
+    "permute",
+    "pow",
+    "relu",
+    "reshape",
+    "softmax",
+    "sub",
+    "sum",
+    "tanh",
+    "to_global",
+    "transpose",
+]
+
+
+def __getattr__(name: str) -> FunctionalOp:
+    """Ops declared in the other ``functional_*.py`` modules are attributes here too
+    (``F.sigmoid``), found in the registry."""
+    op = lookup(name) if not name.startswith("_") else None
+    if op is None:
+        raise AttributeError(f"module 'actorflow.functional' has no attribute {name!r}")
+    return op

@@ -96,8 +96,9 @@ def attach_method(name: str, op: Callable[..., Any], method: bool | None = None)
         _PENDING.append((name, op, method))
         return
     owner = _METHOD_OWNER[0]
-    if name in owner.__dict__ and not getattr(owner.__dict__[name], "_from_op", False):
-        return
+    have = getattr(owner, name, None)
+    if have is not None and not getattr(have, "_from_op", False):
+        return  # written by hand on the tensor classes (varargs like permute(*dims))
 
     def bound(self: Any, *args: Any, **kwargs: Any) -> Any:
         return op(self, *args, **kwargs)
@@ -107,7 +108,7 @@ def attach_method(name: str, op: Callable[..., Any], method: bool | None = None)
     bound._from_op = True  # type: ignore[attr-defined]
     setattr(owner, name, bound)
     for alias, target in ALIASES.items():
-        if target == name and wants_method(alias, method) and alias not in owner.__dict__:
+        if target == name and wants_method(alias, method) and not hasattr(owner, alias):
             setattr(owner, alias, bound)
 
 

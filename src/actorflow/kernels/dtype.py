@@ -132,6 +132,19 @@ def of_value(value: Any) -> DType:
     return DEFAULT_FLOAT
 
 
-__all__ = ["ALIASES", "DEFAULT_FLOAT", "DEFAULT_INT", "DTYPES", "DType", "NAMES", "as_dtype",
-           "binary", "category", "floating", "of_value", "promote", "scalar_category",
-           "with_scalar"]
+__all__ = [
+    "ALIASES",
+    "DEFAULT_FLOAT",
+    "DEFAULT_INT",
+    "DTYPES",
+    "NAMES",
+    "DType",
+    "as_dtype",
+    "binary",
+    "category",
+    "floating",
+    "of_value",
+    "promote",
+    "scalar_category",
+    "with_scalar",
+]
