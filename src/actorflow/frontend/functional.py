@@ -235,8 +235,11 @@ def _swap(x: Tensor, dim0: int, dim1: int) -> Tensor:
     try:
         perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
     except IndexError:
-        raise CompileError(f"transpose(): dims ({dim0}, {dim1}) are out of range for a tensor "
-                           f"of rank {x.ndim} {x.shape}") from None
+        n = max(x.ndim, 1)
+        raise DimensionError(f"transpose(): dims ({dim0}, {dim1}) are out of range for a "
+                             f"tensor of rank {x.ndim} {x.shape}: Dimension out of range "
+                             f"(expected to be in range of [{-n}, {n - 1}], but got "
+                             f"{dim0 if not -n <= dim0 < n else dim1})") from None
     return _E_TRANSPOSE({"in": x}, {"perm": perm})
 
 

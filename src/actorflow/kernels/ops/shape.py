@@ -24,7 +24,9 @@ def _reshape_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
             raise OpError(f"cannot reshape {d.shape} into {tuple(shape)}")
         shape[shape.index(-1)] = total // rest
     if math.prod(shape) != total:
-        raise OpError(f"cannot reshape {d.shape} ({total} elements) into {tuple(shape)}")
+        raise OpError(f"cannot reshape {d.shape} ({total} elements) into {tuple(shape)}: "
+                      f"shape '({','.join(map(str, shape))})' is invalid for input of size "
+                      f"{total}")
     return {"out": BlobDesc(tuple(shape), d.dtype)}
 
 
