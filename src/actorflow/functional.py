@@ -1,4 +1,4 @@
 """``import actorflow.functional as F``: the functional ops of ``actorflow.frontend``."""
 
-from actorflow.frontend.functional import *  # noqa: F403
-from actorflow.frontend.functional import __all__  # noqa: F401
+from actorflow.frontend.functional_nn import *  # noqa: F403
+from actorflow.frontend.functional_nn import __all__  # noqa: F401

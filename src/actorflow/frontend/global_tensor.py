@@ -27,7 +27,13 @@ from actorflow.frontend.tensor import TensorMethods
 class EagerGlobalTensor(TensorMethods, GlobalTensor):
     """A logical tensor over a placement's ranks; ops run on every rank's local part."""
 
-    __slots__ = ()
+    __slots__ = ("_ag",)
+
+    def _swap_data(self, other: EagerGlobalTensor) -> None:
+        """Take ``other``'s value (its local part); ``other`` gets this one's."""
+        if (other.placement, other.sbp) != (self.placement, self.sbp):
+            other = other.to_global(self.placement, self.sbp)
+        self._local, other._local = other._local, self._local
 
     def to_global(self, placement: Any = None, sbp: Any = None) -> Any:
         return EAGER_GLOBAL.to_global(self, placement, None if sbp is None else as_sbp(sbp))

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from actorflow.frontend import functional as F
+from actorflow.frontend import functional_nn as FN
+from actorflow.frontend.autograd.tensor_api import AutogradMethods
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel
 from actorflow.frontend.signature import set_tensor_types
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from actorflow.frontend.job import Job
 
 
-class TensorMethods:
+class TensorMethods(AutogradMethods):
     """Operators and methods shared by lazy and eager tensors (all through functional)."""
 
     __slots__ = ()
@@ -64,6 +66,24 @@ class TensorMethods:
     def __neg__(self) -> Tensor:
         return F.neg(self)
 
+    def __abs__(self) -> Tensor:
+        return FN.abs(self)
+
+    def __lt__(self, o: Any) -> Tensor:
+        return FN.lt(self, o)
+
+    def __le__(self, o: Any) -> Tensor:
+        return FN.le(self, o)
+
+    def __gt__(self, o: Any) -> Tensor:
+        return FN.gt(self, o)
+
+    def __ge__(self, o: Any) -> Tensor:
+        return FN.ge(self, o)
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return FN.getitem(self, index)
+
     # -- methods -----------------------------------------------------------------------------
     def relu(self) -> Tensor:
         return F.relu(self)
@@ -98,25 +118,11 @@ class TensorMethods:
     def to_global(self, placement: Placement | None = None, sbp: Any = None) -> Tensor:
         return F.to_global(self, placement, sbp)
 
-    # -- in-place updates of variables (F.assign underneath) -------------------------------
-    def assign_(self, value: Any) -> Tensor:
-        """Set this variable to ``value``; returns the new value."""
-        return F.assign(self, value)
-
-    def add_(self, other: Any) -> Tensor:
-        return F.assign(self, F.add(self, other))
-
-    def sub_(self, other: Any) -> Tensor:
-        return F.assign(self, F.sub(self, other))
-
-    def mul_(self, other: Any) -> Tensor:
-        return F.assign(self, F.mul(self, other))
-
 
 class Tensor(TensorMethods):
     """The output of one op of a job; knows its logical shape, dtype and placement."""
 
-    __slots__ = ("dtype", "job", "name", "placement", "sbp", "shape")
+    __slots__ = ("_ag", "dtype", "job", "name", "placement", "sbp", "shape")
     interpreter = "lazy"  # which interpreter runs ops on this kind of tensor
 
     def __init__(self, job: Job, name: str, shape: tuple[int, ...], dtype: str,
