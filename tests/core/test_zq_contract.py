@@ -21,7 +21,7 @@ import time
 import numpy as np
 import pytest
 
-from actorflow.errors import CommClosed, MessageRejected, TransportError, WaitTimeout
+from actorflow.errors import CommClosed, MalformedMessage, TransportError, WaitTimeout
 from actorflow.transport import codec, connect, listen
 from actorflow.transport.auth import ClusterKey, CurveSecurity, stop_zap
 from actorflow.transport.registry import context, libzmq_file, local_address
@@ -169,7 +169,7 @@ def test_oversized_and_odd_messages_are_refused(pair):
     out.send_frames([b"a", b"b", b"c", b"d"])
     out.send(2, "next")
     rx = c_side(ln)
-    with pytest.raises(MessageRejected, match="more than 3 frames"):
+    with pytest.raises(MalformedMessage, match="more than 3 frames"):
         rx.recv(10.0, max_frames=3)
     assert codec.decode_head(bytes(rx.recv(10.0)[0]))[1] == "next"  # the rest was dropped
     with pytest.raises(TransportError, match="0 frames; expected 1 to"):

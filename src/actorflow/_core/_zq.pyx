@@ -32,7 +32,7 @@ from actorflow._core._rings cimport (
 import os
 from collections import deque
 
-from actorflow.errors import CommClosed, MessageRejected, TransportError, WaitTimeout
+from actorflow.errors import CommClosed, MalformedMessage, TransportError, WaitTimeout
 
 if ring_owner_init() != 0:  # this module's own fork counter (each module has a copy)
     raise ImportError("actorflow._core._zq: pthread_atfork failed")
@@ -249,7 +249,7 @@ cdef class ZqSocket:
 
     def recv(self, double timeout, int max_frames=64) -> list:
         """The next whole message as ``Frame`` objects (zero copy); ``WaitTimeout`` after
-        ``timeout`` seconds; ``MessageRejected`` for a message of more than ``max_frames``
+        ``timeout`` seconds; ``MalformedMessage`` for a message of more than ``max_frames``
         frames (taken and dropped)."""
         self._check()
         got = self._recv(_deadline(timeout), max_frames)
@@ -283,7 +283,7 @@ cdef class ZqSocket:
                 if e == EMSGSIZE:
                     zq_close_frames(msgs, got)
                     got = 0
-                    raise MessageRejected(f"a message of more than {max_frames} frames on "
+                    raise MalformedMessage(f"a message of more than {max_frames} frames on "
                                           f"{self.name} (dropped)")
                 PyErr_CheckSignals()
                 if e == ETIMEDOUT:
