@@ -1,0 +1,88 @@
+"""What the ring tests share: unique segment names, numbered records, and peer processes
+(``ring_peer.py``) that are always reaped."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import struct
+import subprocess
+import sys
+from itertools import count
+from pathlib import Path
+
+PEER = str(Path(__file__).with_name("ring_peer.py"))
+RECORD = 64
+_n = count()
+
+
+def seg_name(tag: str = "t") -> str:
+    """A segment name no other test (or test run) uses."""
+    return f"actorflowtest{os.getpid()}x{next(_n)}_m0_ring{tag}"
+
+
+def record(i: int, size: int = RECORD) -> bytes:
+    return struct.pack("<q", i).ljust(size, b"\0")
+
+
+def number(rec: bytes) -> int:
+    return struct.unpack_from("<q", rec)[0]
+
+
+class Peer:
+    """A ``ring_peer.py`` process: started, awaited until attached, always reaped."""
+
+    def __init__(self, *args: object, pass_fds: tuple[int, ...] = ()) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, PEER, *map(str, args)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=pass_fds)
+        self.pid = self.proc.pid
+
+    def line(self, timeout: float = 30.0) -> dict:
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            if not sel.select(timeout):
+                raise AssertionError(f"ring peer {self.pid} said nothing for {timeout} s")
+        finally:
+            sel.close()
+        text = self.proc.stdout.readline()
+        if not text:
+            self.proc.wait(10)
+            raise AssertionError(f"ring peer {self.pid} exited ({self.proc.returncode}): "
+                                 f"{self.proc.stderr.read()}")
+        return json.loads(text)
+
+    def ready(self) -> Peer:
+        assert self.line()["ready"] == self.pid
+        return self
+
+    def say(self, text: str) -> None:
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def finish(self, timeout: float = 60.0) -> int:
+        rc = self.proc.wait(timeout)
+        assert rc == 0, f"ring peer {self.pid} failed ({rc}): {self.proc.stderr.read()}"
+        return rc
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(30)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(30)
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if f:
+                f.close()
+
+    def __enter__(self) -> Peer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
