@@ -36,7 +36,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "enable_grad": ("actorflow.frontend.autograd.mode", "enable_grad"),
     "is_grad_enabled": ("actorflow.frontend.autograd.mode", "is_grad_enabled"),
     "manual_seed": ("actorflow.frontend.functional_nn", "manual_seed"),
+    "nn": ("actorflow.nn", None),
     "no_grad": ("actorflow.frontend.autograd.mode", "no_grad"),
+    "optim": ("actorflow.optim", None),
     "set_grad_enabled": ("actorflow.frontend.autograd.mode", "set_grad_enabled"),
     "compile": ("actorflow.frontend.job", "compile"),
     "counters": ("actorflow.frontend.creation", "counters"),
@@ -82,7 +84,8 @@ __all__ = ["ClusterSession", "Device", "EagerGlobalTensor", "EagerTensor", "Job"
            "PlanBuilder", "Session",
            "__version__", "arange", "autograd", "compile", "counters", "device",
            "enable_grad", "env", "errors", "full", "functional", "input", "is_grad_enabled",
-           "job", "load_plan", "manual_seed", "no_grad", "ones", "output", "placement", "randn",
+           "job", "load_plan", "manual_seed", "nn", "no_grad", "ones", "optim", "output",
+           "placement", "randn",
            "random_input", "read_variable", "save_plan", "sbp", "set_grad_enabled", "sync",
            "tensor", "trace", "variable", "zeros"]
 
@@ -113,6 +116,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
+    from actorflow import nn, optim
     from actorflow.eager.device import Device
     from actorflow.eager.device import as_device as device
     from actorflow.frontend import autograd, functional, sbp

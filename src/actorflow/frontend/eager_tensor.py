@@ -23,9 +23,10 @@ class EagerTensor(TensorMethods, LocalTensor):
 
     __slots__ = ("_ag",)
 
-    def _swap_data(self, other: EagerTensor) -> None:
-        """Take ``other``'s value; ``other`` gets (and will release) this one's."""
-        if other._blob.device is not self._blob.device:
+    def _swap_data(self, other: EagerTensor, any_device: bool = False) -> None:
+        """Take ``other``'s value; ``other`` gets (and will release) this one's
+        (``any_device``: also from another device, as ``Module.to`` moves parameters)."""
+        if other._blob.device is not self._blob.device and not any_device:
             raise UsageError(f"cannot set a tensor on {self.device} to a value on "
                              f"{other.device}")
         self._blob, other._blob = other._blob, self._blob

@@ -143,6 +143,8 @@ class AutogradMethods:
             else:
                 value = F.identity(value)  # a value of its own: the swap gives it away
         swap(value)
+        if m is not None and m.param is not None:
+            m.param.changed()  # a job tracing it now takes its values, not its initializer
         return self
 
     def assign_(self, value: Any) -> Any:

@@ -9,6 +9,7 @@ from actorflow.kernels.ops import (  # noqa: F401
     generators,
     index,
     linalg,
+    lr_schedule,
     model_io,
     nn_ops,
     parallel,
