@@ -27,7 +27,6 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Size": ("actorflow.frontend.size", "Size"),
     "Tensor": ("actorflow.frontend.tensor", "TensorMethods"),
     "comm": ("actorflow.comm", None),
-    "nn": ("actorflow.nn", None),
     "is_tensor": ("actorflow.frontend.tensor", "is_tensor"),
     "Device": ("actorflow.eager.device", "Device"),
     "EagerGlobalTensor": ("actorflow.frontend.global_tensor", "EagerGlobalTensor"),
@@ -37,6 +36,14 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "PlanBuilder": ("actorflow.plan.builder", "PlanBuilder"),
     "Session": ("actorflow.session", "Session"),
     "arange": ("actorflow.frontend.creation", "arange"),
+    "autograd": ("actorflow.frontend.autograd", None),
+    "enable_grad": ("actorflow.frontend.autograd.mode", "enable_grad"),
+    "is_grad_enabled": ("actorflow.frontend.autograd.mode", "is_grad_enabled"),
+    "manual_seed": ("actorflow.frontend.functional_nn", "manual_seed"),
+    "nn": ("actorflow.nn", None),
+    "no_grad": ("actorflow.frontend.autograd.mode", "no_grad"),
+    "optim": ("actorflow.optim", None),
+    "set_grad_enabled": ("actorflow.frontend.autograd.mode", "set_grad_enabled"),
     "compile": ("actorflow.frontend.job", "compile"),
     "counters": ("actorflow.frontend.creation", "counters"),
     "device": ("actorflow.eager.device", "as_device"),
@@ -77,46 +84,14 @@ class _TracePackage(types.ModuleType):
 _trace_pkg.__class__ = _TracePackage
 trace = _trace_pkg
 
-__all__ = [
-    "ClusterSession",
-    "Device",
-    "EagerGlobalTensor",
-    "EagerTensor",
-    "Job",
-    "Plan",
-    "PlanBuilder",
-    "Session",
-    "Size",
-    "Tensor",
-    "__version__",
-    "arange",
-    "comm",
-    "compile",
-    "counters",
-    "device",
-    "env",
-    "errors",
-    "full",
-    "functional",
-    "input",
-    "is_tensor",
-    "job",
-    "load_plan",
-    "nn",
-    "ones",
-    "output",
-    "placement",
-    "randn",
-    "random_input",
-    "read_variable",
-    "save_plan",
-    "sbp",
-    "sync",
-    "tensor",
-    "trace",
-    "variable",
-    "zeros",
-]
+__all__ = ["ClusterSession", "Device", "EagerGlobalTensor", "EagerTensor", "Job", "Plan",
+           "PlanBuilder", "Session", "Size", "Tensor",
+           "__version__", "arange", "autograd", "comm", "compile", "counters", "device",
+           "enable_grad", "env", "errors", "full", "functional", "input", "is_grad_enabled",
+           "is_tensor", "job", "load_plan", "manual_seed", "nn", "no_grad", "ones", "optim",
+           "output", "placement", "randn",
+           "random_input", "read_variable", "save_plan", "sbp", "set_grad_enabled", "sync",
+           "tensor", "trace", "variable", "zeros"]
 
 
 def __getattr__(name: str) -> Any:
@@ -178,12 +153,19 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
-    from actorflow import comm, nn
+    from actorflow import comm, nn, optim
     from actorflow.eager.device import Device
     from actorflow.eager.device import as_device as device
-    from actorflow.frontend import functional, sbp
+    from actorflow.frontend import autograd, functional, sbp
+    from actorflow.frontend.autograd.mode import (
+        enable_grad,
+        is_grad_enabled,
+        no_grad,
+        set_grad_enabled,
+    )
     from actorflow.frontend.creation import arange, counters, full, ones, randn, sync, tensor, zeros
     from actorflow.frontend.eager_tensor import EagerTensor
+    from actorflow.frontend.functional_nn import manual_seed
     from actorflow.frontend.global_tensor import EagerGlobalTensor
     from actorflow.frontend.job import Job, compile, input, job, output, random_input, variable
     from actorflow.frontend.placement import placement

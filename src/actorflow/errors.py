@@ -18,8 +18,8 @@ Two branches say whose the problem is:
 ActorflowError
   InputError      PlanError (PlanLoadError, PlanValidationError), CompileError,
                   UsageError, ArgumentTypeError, OpError (DimensionError), RegistryError
-                  (UnknownOpError),
-                  ProtocolError, MalformedMessage, ConsistencyError, DeviceError, TraceError
+                  (UnknownOpError), ProtocolError, MalformedMessage, ConsistencyError,
+                  DeviceError, TraceError, AutogradError
   RunError        KernelError, EagerKernelError, JobRunError, WaitTimeout (StallError),
                   SessionClosed, TransportError (CommClosed, UnitLost), LaunchError,
                   CollectiveError (RankLost), InternalError
@@ -227,6 +227,11 @@ class EagerKernelError(RunError, RuntimeError):
 class DeviceError(InputError, RuntimeError):
     """No usable device: CuPy missing (names the extra to install), a device index past the
     devices this machine has, a device type that is not known."""
+
+
+class AutogradError(InputError, RuntimeError):
+    """``backward()`` cannot proceed: an op with no gradient rule, a gradient whose shape is
+    not its tensor's, a graph already freed, a root that does not require grad."""
 
 
 class DimensionError(OpError, IndexError):

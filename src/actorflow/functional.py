@@ -6,9 +6,9 @@ the functional op registry on first use).
 
 from typing import Any
 
-from actorflow.frontend.functional import *  # noqa: F403
-from actorflow.frontend.functional import __all__  # noqa: F401
 from actorflow.frontend.functional import lookup as _lookup
+from actorflow.frontend.functional_nn import *  # noqa: F403
+from actorflow.frontend.functional_nn import __all__  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 class Scheduler:
     name = ""
     wants_done = False  # True: workers call on_done after each instruction
+    fuses = True  # ops may join the stream's last instruction (the FIFO's tail)
 
     def __init__(self, vm: VirtualMachine) -> None:
         self.vm = vm
@@ -90,6 +91,7 @@ _WAKE = object()
 class ThreadScheduler(Scheduler):
     name = "thread"
     wants_done = True
+    fuses = False  # an instruction waits in the scheduler, not at the FIFO's tail
 
     def __init__(self, vm: VirtualMachine) -> None:
         super().__init__(vm)

@@ -52,6 +52,7 @@ class StreamRt:
         self.stream = stype.make_stream(index)
         self.xp = self.stream.xp
         self.kctx = KernelContext(xp=self.xp)
+        self.ufuncs: dict[str, Any] = {}  # element-wise kernels by name, from self.xp
         self.allocated = self.freed = self.allocs = self.frees = self.executed = 0
         self.last: Instruction | None = None  # the last instruction submitted (issue side)
         self.current: Instruction | None = None  # the one launched last (for stuck reports)
@@ -62,6 +63,7 @@ class StreamRt:
         self.cv = threading.Condition(threading.Lock())  # wakes the worker
         self.sleeping = False
         self.run_lock = threading.Lock()  # held while instructions of this stream run
+        self.pop_lock = threading.Lock()  # taking the FIFO's head vs. fusing into it
         self.sync = bool(getattr(self.stream, "synchronous", False))
         self.executor = StreamRt._execute  # CpuStream.launch calls host.executor(host, act)
         self.thread = threading.Thread(target=self._loop, name=f"actorflow-vm-{self.label}",
@@ -97,9 +99,12 @@ class StreamRt:
 
     def _drain(self) -> bool:
         """Run what is queued, in order; True when the stop mark came up."""
-        dq, stream = self.dq, self.stream
+        dq, stream, pop_lock = self.dq, self.stream, self.pop_lock
         while dq:
-            instr = dq.popleft()
+            with pop_lock:
+                instr = dq.popleft()
+                if instr is not None:
+                    instr.started = True
             if instr is None:
                 while stream.has_pending():  # finish what the device still runs
                     self._reap()
@@ -126,10 +131,12 @@ class StreamRt:
         try:
             dq = self.dq
             while not instr.done and dq:
-                nxt = dq[0]
-                if nxt is None:  # the stop mark stays for the worker
-                    return
-                dq.popleft()
+                with self.pop_lock:
+                    nxt = dq[0]
+                    if nxt is None:  # the stop mark stays for the worker
+                        return
+                    dq.popleft()
+                    nxt.started = True
                 self._run_here(nxt)
         finally:
             self.run_lock.release()
@@ -183,11 +190,12 @@ class StreamRt:
 
     def _execute(self, instr: Instruction) -> None:
         try:
-            for b in instr.reads:
-                if b.error is not None:  # an input was never computed: pass the error on
-                    for w in instr.writes:
-                        w.error = b.error
-                    return
+            if not instr.itype.own_inputs:
+                for b in instr.reads:
+                    if b.error is not None:  # an input was never computed: pass it on
+                        for w in instr.writes:
+                            w.error = b.error
+                        return
             instr.itype.compute(instr, self)
         except Exception as e:
             self.vm.fail(instr, e, traceback.format_exc())

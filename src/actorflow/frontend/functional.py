@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from actorflow.errors import CompileError, DimensionError, UsageError
+from actorflow.errors import AutogradError, CompileError, DimensionError, UsageError
+from actorflow.frontend import dispatch
 from actorflow.frontend.dispatch import interpreter_for
 from actorflow.frontend.dispatch import op_expr as E
+from actorflow.frontend.fastpath import Direct
 from actorflow.frontend.namespace import ALIASES, attach_method
 from actorflow.frontend.placement import Placement
-from actorflow.frontend.sbp import SbpParallel, as_sbp
+from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
 from actorflow.frontend.signature import (
     ArrayArg,
     FunctionalOp,
@@ -26,6 +28,7 @@ from actorflow.frontend.signature import (
     is_tensor,
     register_type,
 )
+from actorflow.kernels.grad import register_grad
 from actorflow.registry import Registry
 
 if TYPE_CHECKING:
@@ -112,15 +115,9 @@ def _binary(name: str, reverse_op: str | None, doc: str) -> FunctionalOp:
     e_tt, e_ts = E(name, ("a", "b")), E(f"scalar_{name}", ("in",))
     e_st = E(reverse_op or f"scalar_{name}", ("in",))
 
-    def tt(input: Tensor, other: Tensor) -> Tensor:
-        return e_tt({"a": input, "b": other})
-
-    def ts(input: Tensor, other: float) -> Tensor:
-        return e_ts({"in": input}, {"scalar": other})
-
-    def st(input: float, other: Tensor) -> Tensor:
-        return e_st({"in": other}, {"scalar": input})
-
+    tt = Direct(e_tt, {"a": "input", "b": "other"})
+    ts = Direct(e_ts, {"in": "input"}, {"scalar": "other"}, scalars=("scalar",))
+    st = Direct(e_st, {"in": "other"}, {"scalar": "input"}, scalars=("scalar",))
     return define(name, [("Tensor (Tensor input, Tensor other)", tt),
                          ("Tensor (Tensor input, Scalar other)", ts),
                          ("Tensor (Scalar input, Tensor other)", st)], doc)
@@ -136,21 +133,11 @@ _E_POW, _E_SPOW, _E_RPOW = E("pow", ("a", "b")), E("scalar_pow", ("in",)), E("sc
                                                                                ("in",))
 
 
-def _pow_tt(input: Tensor, exponent: Tensor) -> Tensor:
-    return _E_POW({"a": input, "b": exponent})
-
-
-def _pow_ts_inplace(input: Tensor, exponent: float, inplace: bool = False) -> Tensor:
-    _no_inplace("pow", inplace)
-    return _E_SPOW({"in": input}, {"scalar": exponent})
-
-
-def _pow_ts(input: Tensor, exponent: float) -> Tensor:
-    return _E_SPOW({"in": input}, {"scalar": exponent})
-
-
-def _pow_st(base: float, exponent: Tensor) -> Tensor:
-    return _E_RPOW({"in": exponent}, {"scalar": base})
+_pow_tt = Direct(_E_POW, {"a": "input", "b": "exponent"})
+_pow_ts_inplace = Direct(_E_SPOW, {"in": "input"}, {"scalar": "exponent"}, scalars=("scalar",),
+                         require={"inplace": (False, lambda v: _no_inplace("pow", v))})
+_pow_ts = Direct(_E_SPOW, {"in": "input"}, {"scalar": "exponent"}, scalars=("scalar",))
+_pow_st = Direct(_E_RPOW, {"in": "exponent"}, {"scalar": "base"}, scalars=("scalar",))
 
 
 pow = define("pow", [
@@ -161,13 +148,11 @@ pow = define("pow", [
 ], "input ** exponent")
 
 def _tt(op_type: str) -> Callable[..., Tensor]:
-    e = E(op_type, ("a", "b"))
-    return lambda input, other: e({"a": input, "b": other})
+    return Direct(E(op_type, ("a", "b")), {"a": "input", "b": "other"})
 
 
 def _unary(op_type: str) -> Callable[..., Tensor]:
-    e = E(op_type, ("in",))
-    return lambda x: e({"in": x})
+    return Direct(E(op_type, ("in",)), {"in": "x"})
 
 
 maximum = define("maximum", [("Tensor (Tensor input, Tensor other)", _tt("maximum"))])
@@ -178,9 +163,8 @@ minimum = define("minimum", [("Tensor (Tensor input, Tensor other)", _tt("minimu
 _E_RELU = E("relu", ("in",))
 
 
-def _relu(x: Tensor, inplace: bool = False) -> Tensor:
-    _no_inplace("relu", inplace)
-    return _E_RELU({"in": x})
+_relu = Direct(_E_RELU, {"in": "x"}, require={"inplace": (False, lambda v: _no_inplace("relu",
+                                                                                           v))})
 
 
 relu = define("relu", [("Tensor (Tensor x, Bool inplace=False)", _relu)], "max(x, 0)")
@@ -190,27 +174,35 @@ tanh = define("tanh", [("Tensor (Tensor x)", _unary("tanh"))], "tanh(x)")
 identity = define("identity", [("Tensor (Tensor x)", _unary("identity"))])
 _E_CAST = E("cast", ("in",))
 cast = define("cast", [("Tensor (Tensor x, DataType dtype)",
-                        lambda x, dtype: _E_CAST({"in": x}, {"dtype": dtype}))])
+                        Direct(_E_CAST, {"in": "x"}, {"dtype": "dtype"}))])
 
 
 # -- linear algebra, reductions, layout ------------------------------------------------------
 _E_MATMUL = E("matmul", ("a", "b"))
 
 
+_E_BMM = E("batch_matmul", ("a", "b"))
+_matmul_2d = Direct(_E_MATMUL, {"a": "a", "b": "b"},
+                    {"transpose_a": "transpose_a", "transpose_b": "transpose_b"})
+_matmul_nd = Direct(_E_BMM, {"a": "a", "b": "b"},
+                    {"transpose_a": "transpose_a", "transpose_b": "transpose_b"})
+
+
 def _matmul(a: Tensor, b: Tensor, transpose_a: bool = False,
             transpose_b: bool = False) -> Tensor:
-    return _E_MATMUL({"a": a, "b": b}, {"transpose_a": transpose_a, "transpose_b": transpose_b})
+    """2-D: ``matmul``; a rank > 2 operand: ``batch_matmul`` (batch axes broadcast)."""
+    fn = _matmul_nd if a.ndim > 2 or b.ndim > 2 else _matmul_2d
+    return fn(a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b)
 
 
 matmul = define("matmul", [
     ("Tensor (Tensor a, Tensor b, *, Bool transpose_a=False, Bool transpose_b=False)", _matmul)],
-    "2-D matrix product")
+    "matrix product; inputs of rank > 2 multiply their last two axes, batch axes broadcast")
 _E_BIAS, _E_SOFTMAX = E("bias_add", ("a", "b")), E("softmax", ("in",))
 bias_add = define("bias_add", [("Tensor (Tensor x, Tensor bias, Int axis=-1)",
-                                lambda x, bias, axis: _E_BIAS({"a": x, "b": bias},
-                                                              {"axis": axis}))])
+                                Direct(_E_BIAS, {"a": "x", "b": "bias"}, {"axis": "axis"}))])
 softmax = define("softmax", [("Tensor (Tensor x, Int dim=-1)",
-                              lambda x, dim: _E_SOFTMAX({"in": x}, {"axis": dim}))])
+                              Direct(_E_SOFTMAX, {"in": "x"}, {"axis": "dim"}))])
 
 
 def _reduce(op_type: str) -> Callable[..., Tensor]:
@@ -274,9 +266,34 @@ def _concat(tensors: list[Tensor], dim: int = 0) -> Tensor:
 concat = define("concat", [("Tensor (TensorList tensors, Int dim=0)", _concat)])
 
 
+_E_TO_GLOBAL = E("to_global", ("in",))
+
+
 def _to_global(x: Tensor, placement: Placement | None = None,
                sbp: SbpParallel | None = None) -> Tensor:
-    return interpreter_for((x,)).to_global(x, placement, sbp)
+    out = interpreter_for((x,)).to_global(x, placement, sbp)
+    hook = dispatch.ISSUE_HOOK  # not an OpExpr call: tell autograd here
+    if hook is not None and out is not x:
+        hook(_E_TO_GLOBAL, {"in": x}, {"placement": placement, "sbp": sbp}, out)
+    return out
+
+
+def _to_global_grad(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+    """Back to the input's placement; the SBP is the forward's dual (a broadcast input's
+    gradient is partial-sum, a partial-sum input's broadcast, a split stays split)."""
+    x = ctx.inputs["in"]
+    if x.interpreter == "eager.local":
+        raise AutogradError("to_global() of a local tensor has no gradient rule; make the "
+                            "tensor that requires grad global instead")
+    code = getattr(x.sbp, "code", None)
+    if x.interpreter == "lazy":  # the compiler keeps dy's layout unless x fixed a split
+        sbp = x.sbp if code is not None and code.startswith("S") else None
+    else:
+        sbp = {"B": partial_sum, "P": broadcast}.get(code or "", x.sbp)
+    return {"in": F.to_global(dy, x.placement, sbp)}
+
+
+register_grad("to_global", _to_global_grad)
 
 
 to_global = define("to_global", [

@@ -29,7 +29,13 @@ from actorflow.kernels.dtype import DType, as_dtype
 class EagerGlobalTensor(TensorMethods, GlobalTensor):
     """A logical tensor over a placement's ranks; ops run on every rank's local part."""
 
-    __slots__ = ()
+    __slots__ = ("_ag",)
+
+    def _swap_data(self, other: EagerGlobalTensor) -> None:
+        """Take ``other``'s value (its local part); ``other`` gets this one's."""
+        if (other.placement, other.sbp) != (self.placement, self.sbp):
+            other = other.to_global(self.placement, self.sbp)
+        self._local, other._local = other._local, self._local
 
     @property
     def shape(self) -> Size:

@@ -35,11 +35,17 @@ from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
 from actorflow.frontend.tensor import Tensor
 from actorflow.kernels.checkpoint import is_checkpoint
 from actorflow.kernels.checkpoint import read_variable as read_checkpoint_variable
+from actorflow.kernels.ops.generators import INITS
 from actorflow.plan.compiler import compile_job
 from actorflow.plan.compiler.graph import JobSpec, LogicalOp, infer_op
 from actorflow.plan.model import Plan
 
 _STACK: list[Job] = []
+
+
+def tracing() -> Job | None:
+    """The job being traced, or None outside ``with af.Job``."""
+    return _STACK[-1] if _STACK else None
 
 
 def current_job() -> Job:
@@ -166,19 +172,22 @@ class Job:
     def variable(self, name: str, shape: tuple[int, ...], dtype: str = "float32", *,
                  init: str = "zeros", seed: int = 0, std: float = 1.0,
                  path: str | Path | None = None, placement: Placement | None = None,
-                 sbp: Any = None) -> Tensor:
-        """A parameter kept in its actors across pieces: zeros, seeded normal, or a .npy file."""
+                 sbp: Any = None, requires_grad: bool = False, **init_attrs: Any) -> Tensor:
+        """A parameter kept in its actors across pieces: zeros, a constant, a seeded normal or
+        uniform draw (``low=``, ``high=``), inline values (``value=``), a .npy file or a
+        checkpoint.  ``requires_grad=True``: ``loss.backward()`` in the job computes its
+        gradient (``.grad``), and an optimizer's ``step()`` assigns it."""
         self._check_name(name)
         attrs: dict[str, Any] = {"logical_shape": [int(s) for s in shape],
                                  "dtype": np.dtype(dtype).name, "init": init, "seed": int(seed),
-                                 "std": float(std)}
+                                 "std": float(std), **init_attrs}
         if path is not None:
             attrs["init"], attrs["path"] = "file", str(Path(path).resolve())
             if is_checkpoint(path):  # a Session.save directory: any machine count loads it
                 attrs["init"], attrs["checkpoint_name"] = "checkpoint", name
                 read_checkpoint_variable(path, name, tuple(shape), np.dtype(dtype).name)
-        if attrs["init"] not in ("zeros", "normal", "file", "checkpoint"):
-            raise UsageError(f"variable '{name}': init must be 'zeros', 'normal' or 'file' "
+        if attrs["init"] not in INITS:
+            raise UsageError(f"variable '{name}': init must be one of {', '.join(INITS)} "
                              f"(or give path=), not {init!r}")
         if attrs["init"] == "file" and "path" not in attrs:
             raise UsageError(f"variable '{name}': init='file' needs path=")
@@ -188,7 +197,10 @@ class Job:
         sbp = as_sbp(sbp) if sbp is not None else broadcast
         _check_axis(name, sbp, n)
         _no_partial(name, sbp, "a variable")
-        return self.add("variable_part", {}, attrs, name=name, place=place, sbp=sbp)
+        t = self.add("variable_part", {}, attrs, name=name, place=place, sbp=sbp)
+        if requires_grad:
+            t.requires_grad_()
+        return t
 
     def constant(self, value: np.ndarray, place: Placement | None = None) -> Tensor:
         value = np.asarray(value)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from actorflow.frontend import functional as F
+from actorflow.frontend import functional_nn as FN
+from actorflow.frontend.autograd.tensor_api import AutogradMethods
 from actorflow.frontend.namespace import set_method_owner
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from actorflow.frontend.job import Job
 
 
-class TensorMethods(OneFlowTensorAPI):
+class TensorMethods(OneFlowTensorAPI, AutogradMethods):
     """Operators and methods shared by lazy and eager tensors (all through functional).
 
     ``af.Tensor`` is this class: every tensor is an instance, and calling it makes one
@@ -72,6 +74,24 @@ class TensorMethods(OneFlowTensorAPI):
     def __neg__(self) -> Tensor:
         return F.neg(self)
 
+    def __abs__(self) -> Tensor:
+        return FN.abs(self)
+
+    def __lt__(self, o: Any) -> Tensor:
+        return FN.lt(self, o)
+
+    def __le__(self, o: Any) -> Tensor:
+        return FN.le(self, o)
+
+    def __gt__(self, o: Any) -> Tensor:
+        return FN.gt(self, o)
+
+    def __ge__(self, o: Any) -> Tensor:
+        return FN.ge(self, o)
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return FN.getitem(self, index)
+
     # -- methods -----------------------------------------------------------------------------
     def relu(self) -> Tensor:
         return F.relu(self)
@@ -106,25 +126,11 @@ class TensorMethods(OneFlowTensorAPI):
     def to_global(self, placement: Placement | None = None, sbp: Any = None) -> Tensor:
         return F.to_global(self, placement, sbp)
 
-    # -- in-place updates of variables (F.assign underneath) -------------------------------
-    def assign_(self, value: Any) -> Tensor:
-        """Set this variable to ``value``; returns the new value."""
-        return F.assign(self, value)
-
-    def add_(self, other: Any) -> Tensor:
-        return F.assign(self, F.add(self, other))
-
-    def sub_(self, other: Any) -> Tensor:
-        return F.assign(self, F.sub(self, other))
-
-    def mul_(self, other: Any) -> Tensor:
-        return F.assign(self, F.mul(self, other))
-
 
 class Tensor(TensorMethods):
     """The output of one op of a job; knows its logical shape, dtype and placement."""
 
-    __slots__ = ("dtype", "job", "name", "placement", "sbp", "shape")
+    __slots__ = ("_ag", "dtype", "job", "name", "placement", "sbp", "shape")
     interpreter = "lazy"  # which interpreter runs ops on this kind of tensor
 
     def __init__(self, job: Job, name: str, shape: tuple[int, ...], dtype: str,

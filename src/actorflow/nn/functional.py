@@ -1,23 +1,21 @@
-"""``af.nn.functional`` (OneFlow's ``oneflow.nn.functional``): every functional op whose
-name OneFlow 0.9.0 has in ``oneflow.nn.functional`` (``frontend/namespace.py``), looked up
-in the functional op registry on first use, so ops declared later appear with no edit."""
+"""``nn.functional``: the functional ops (``actorflow.functional``) plus the losses.
 
-from __future__ import annotations
+Ops declared later in any ``frontend/functional_*.py`` module are attributes too (looked up
+in the functional op registry on first use), as in ``actorflow.functional``.
+"""
 
 from typing import Any
 
-from actorflow.frontend.functional import OPS, lookup
-from actorflow.frontend.namespace import ONEFLOW_NN_FUNCTIONAL
+from actorflow.frontend.functional import lookup as _lookup
+from actorflow.frontend.functional_nn import *  # noqa: F403
+from actorflow.frontend.functional_nn import __all__ as _ALL
+from actorflow.nn.loss import mse_loss
+
+__all__ = [*_ALL, "mse_loss"]
 
 
 def __getattr__(name: str) -> Any:
-    op = lookup(name) if name in ONEFLOW_NN_FUNCTIONAL else None
+    op = _lookup(name) if not name.startswith("_") else None
     if op is None:
-        raise AttributeError(f"module 'actorflow.nn.functional' has no attribute {name!r} "
-                             "(it holds OneFlow's nn.functional ops that actorflow has; "
-                             "every op is in actorflow.functional)")
+        raise AttributeError(f"module 'actorflow.nn.functional' has no attribute {name!r}")
     return op
-
-
-def __dir__() -> list[str]:
-    return sorted(n for n in OPS.names() if n in ONEFLOW_NN_FUNCTIONAL)

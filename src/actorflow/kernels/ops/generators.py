@@ -110,9 +110,21 @@ def initial_variable_value(attrs: Attrs) -> np.ndarray:
     init = attrs.get("init", "zeros")
     if init == "zeros":
         return np.zeros(shape, dtype)
+    if init == "constant":
+        return np.full(shape, attrs.get("value", 0), dtype)
     if init == "normal":
         rng = np.random.default_rng(int(attrs.get("seed", 0)))
-        return (rng.standard_normal(shape) * float(attrs.get("std", 1.0))).astype(dtype)
+        return (rng.standard_normal(shape) * float(attrs.get("std", 1.0))
+                + float(attrs.get("mean", 0.0))).astype(dtype)
+    if init == "uniform":  # nn layers' default draws (kaiming/xavier bounds)
+        rng = np.random.default_rng(int(attrs.get("seed", 0)))
+        return rng.uniform(float(attrs["low"]), float(attrs["high"]), shape).astype(dtype)
+    if init == "value":  # values given inline (a parameter changed before it was traced)
+        value = np.asarray(attrs["value"], dtype=dtype)
+        if value.size != int(np.prod(shape)):
+            raise OpError(f"inline value holds {value.size} numbers, shape {shape} needs "
+                          f"{int(np.prod(shape))}")
+        return value.reshape(shape)
     if init == "file":
         path = attrs["path"]
         try:
@@ -130,7 +142,10 @@ def initial_variable_value(attrs: Attrs) -> np.ndarray:
             return read_variable(attrs["path"], attrs["checkpoint_name"], shape, dtype)
         except UsageError as e:
             raise OpError(str(e)) from e
-    raise OpError(f"unknown init {init!r}; expected 'zeros', 'normal', 'file' or 'checkpoint'")
+    raise OpError(f"unknown init {init!r}; expected one of {', '.join(INITS)}")
+
+
+INITS = ("zeros", "constant", "normal", "uniform", "value", "file", "checkpoint")
 
 
 register_op(OpDef("constant", (), _constant_infer, _constant_kernel))
