@@ -10,17 +10,34 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 from itertools import count
 from pathlib import Path
 
 PEER = str(Path(__file__).with_name("ring_peer.py"))
 RECORD = 64
 _n = count()
+# flags in a segment (ring_segment.h's layout): (offset, struct format)
+SLEEPING = (68, "<I")  # the doorbell's: the reader is (about to be) asleep
+PRODUCER_WAITING = (140, "<I")  # ring 0's: its writer sleeps for room
 
 
 def seg_name(tag: str = "t") -> str:
     """A segment name no other test (or test run) uses."""
     return f"actorflowtest{os.getpid()}x{next(_n)}_m0_ring{tag}"
+
+
+def peek(name: str, field: tuple[int, str]) -> int:
+    off, fmt = field
+    with open(f"/dev/shm/{name}", "rb") as f:
+        f.seek(off)
+        return struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
+
+
+def until_set(name: str, field: tuple[int, str]) -> None:
+    """Wait for a flag a peer raises once it sleeps (bounded by the test's timeout)."""
+    while not peek(name, field):
+        time.sleep(0.005)
 
 
 def record(i: int, size: int = RECORD) -> bytes:

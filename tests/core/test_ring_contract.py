@@ -14,7 +14,7 @@ import select
 import stat
 
 import pytest
-from tests.core.ring_helpers import RECORD, Peer, number, record, seg_name
+from tests.core.ring_helpers import RECORD, SLEEPING, Peer, number, record, seg_name, until_set
 
 from actorflow.errors import TransportError, WaitTimeout
 from actorflow.launcher.leftovers import leftovers, remove_leftovers
@@ -141,8 +141,9 @@ def test_round_trips_between_two_processes(loop):
 
 
 def test_the_doorbell_wakes_only_a_sleeping_reader():
-    """A writer's wake system calls happen only while the reader sleeps: none for records
-    sent to a reader that is busy (not waiting), at least one to a reader in a wait."""
+    """A writer makes a wake system call only while the reader sleeps: none for 500
+    records to a reader that is not waiting, exactly one for a record to a reader seen
+    asleep (its doorbell's flag is set), whose reply then comes back."""
     with _rings.RingSegment.create(seg_name(), 1, 1024, RECORD) as s:
         inbox, outlet = s.inbox(), s.outlet(0)
         for i in range(500):
@@ -153,15 +154,17 @@ def test_the_doorbell_wakes_only_a_sleeping_reader():
     with _rings.RingSegment.create(seg_name(), 1, 64, RECORD) as mine, \
             _rings.RingSegment.create(seg_name(), 1, 64, RECORD) as theirs:
         inbox = mine.inbox()
-        with Peer("echo", theirs.name, mine.name, 50) as peer:
+        # the C answering loop: one unsliced wait per record, so once its flag is up it
+        # stays up until a writer wakes it
+        with Peer("pingpong", theirs.name, mine.name, 3) as peer:
             peer.ready()
             outlet = theirs.outlet(0)
-            for i in range(50):
+            for i in range(3):
+                until_set(theirs.name, SLEEPING)  # it sleeps, waiting for record i
                 outlet.send(record(i), 20.0)
-                inbox.recv(20.0)
+                assert outlet.wakes == i + 1
+                assert [number(r) for _, r in inbox.recv(20.0)] == [i]
             peer.finish()
-        assert inbox.sleeps > 0  # it waited for each reply ...
-        assert outlet.wakes > 0  # ... and the echo's reader slept too, and was woken
 
 
 def test_an_eventfd_doorbell_is_polled_beside_other_descriptors():

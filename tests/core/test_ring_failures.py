@@ -11,10 +11,18 @@ import json
 import os
 import signal
 import struct
-import time
 
 import pytest
-from tests.core.ring_helpers import RECORD, Peer, number, record, seg_name
+from tests.core.ring_helpers import (
+    PRODUCER_WAITING,
+    RECORD,
+    SLEEPING,
+    Peer,
+    number,
+    record,
+    seg_name,
+    until_set,
+)
 from tests.procs import pid_alive
 
 from actorflow.actors.procstate import is_stopped
@@ -26,21 +34,6 @@ _rings = pytest.importorskip("actorflow._core._rings", reason="compiled core not
 MAGIC, VERSION, HEADER, RECBYTES, CAPACITY, NRINGS, DOORBELL, TOTAL = (
     (0, "<Q"), (8, "<I"), (12, "<I"), (16, "<I"), (20, "<I"), (24, "<I"), (28, "<I"), (32, "<Q"))
 HEAD0, TAIL0 = (128, "<Q"), (192, "<Q")  # ring 0's counters
-SLEEPING = (68, "<I")  # the doorbell's flag: the reader is (about to be) asleep
-PRODUCER_WAITING = (140, "<I")  # ring 0's flag: the writer sleeps for room
-
-
-def peek(name: str, field: tuple[int, str]) -> int:
-    off, fmt = field
-    with open(f"/dev/shm/{name}", "rb") as f:
-        f.seek(off)
-        return struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
-
-
-def until_set(name: str, field: tuple[int, str]) -> None:
-    """Wait for a flag the peer raises once it sleeps (bounded by the test's timeout)."""
-    while not peek(name, field):
-        time.sleep(0.005)
 
 
 def poke(name: str, field: tuple[int, str], value: int) -> None:

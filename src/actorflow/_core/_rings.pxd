@@ -89,10 +89,10 @@ cdef extern from "ring_outlet.h" nogil:
 
 cdef extern from "ring_bench.h" nogil:
     int ring_bench_pingpong(ring_inbox_t *inbox, ring_outlet_t *out, long n, int initiator,
-                            int64_t timeout_ns, long *done)
+                            int64_t timeout_ns, long *done, int *step)
     int ring_bench_send(ring_outlet_t *out, long n, int batch, int64_t timeout_ns, long *done)
-    int ring_bench_recv(ring_inbox_t *inbox, long n, int64_t timeout_ns, long *done,
-                        int64_t *t_first, int64_t *t_last)
+    int ring_bench_recv(ring_inbox_t *inbox, long n, long skip, int64_t timeout_ns,
+                        long *done, int64_t *t_first, int64_t *t_last)
 
 
 cdef class RingSegment:

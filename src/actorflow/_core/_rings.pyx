@@ -515,11 +515,11 @@ def pingpong(RingInbox inbox, RingOutlet outlet, long n, bint initiator, double 
     if inbox.seg.seg.record_bytes != outlet.c.ring.record_bytes:
         raise RingError("pingpong: the inbox and the outlet carry records of different sizes")
     cdef long done = 0
-    cdef int e
+    cdef int e, step = 0
     cdef int64_t to = <int64_t>(timeout * 1e9)
     while done < n:
         with nogil:
-            e = ring_bench_pingpong(&inbox.c, &outlet.c, n, initiator, to, &done)
+            e = ring_bench_pingpong(&inbox.c, &outlet.c, n, initiator, to, &done, &step)
         if e == 0:
             break
         PyErr_CheckSignals()
@@ -549,8 +549,9 @@ def stream_send(RingOutlet outlet, long n, int batch, double timeout):
             raise RingError(f"stream_send on ring {outlet.c.index}: {strerror(e).decode()}")
 
 
-def stream_recv(RingInbox inbox, long n, double timeout):
-    """Receive ``n`` numbered records (checked in order); (ns of the first, ns of the last)."""
+def stream_recv(RingInbox inbox, long n, double timeout, long skip=0):
+    """Receive ``n`` records numbered from 0 (checked in order); the monotonic ns at which
+    record ``skip`` arrived and at which the last did."""
     inbox._check()
     cdef long done = 0
     cdef int e
@@ -558,7 +559,7 @@ def stream_recv(RingInbox inbox, long n, double timeout):
     cdef int64_t to = <int64_t>(timeout * 1e9)
     while done < n:
         with nogil:
-            e = ring_bench_recv(&inbox.c, n, to, &done, &t_first, &t_last)
+            e = ring_bench_recv(&inbox.c, n, skip, to, &done, &t_first, &t_last)
         if e == 0:
             break
         PyErr_CheckSignals()

@@ -38,7 +38,9 @@ if ring_owner_init() != 0:  # this module's own fork counter (each module has a 
     raise ImportError("actorflow._core._zq: pthread_atfork failed")
 
 ZERO_COPY_MIN = 1024   # frames this big or bigger are sent without a copy
-MAX_FRAMES = 1024      # the most frames one send or receive handles
+MAX_FRAMES = 1025      # the most frames one send or receive handles (a header + 1024)
+cdef enum:
+    _SMALL = 16        # frames handled without a malloc
 _SLICE_NS = 100_000_000
 
 
@@ -186,19 +188,26 @@ cdef class ZqSocket:
         ``zero_copy_min`` bytes or more without a copy.  ``WaitTimeout`` when there is no
         room (HWM reached, no peer) for ``timeout`` seconds."""
         self._check()
-        frames = list(frames)
+        if not isinstance(frames, (list, tuple)):
+            frames = list(frames)
         cdef Py_ssize_t n = len(frames)
         if n == 0 or n > MAX_FRAMES:
             raise TransportError(f"send on {self.name}: {n} frames; expected 1 to {MAX_FRAMES}")
-        _reap()
-        cdef zq_frame_t *fr = <zq_frame_t *>malloc(n * sizeof(zq_frame_t))
-        cdef Py_buffer *views = <Py_buffer *>malloc(n * sizeof(Py_buffer))
-        if fr == NULL or views == NULL:
-            free(fr)
-            free(views)
-            raise MemoryError()
+        if _held:
+            _reap()
+        cdef zq_frame_t fr_small[_SMALL]
+        cdef Py_buffer views_small[_SMALL]
+        cdef zq_frame_t *fr = fr_small
+        cdef Py_buffer *views = views_small
+        if n > _SMALL:
+            fr = <zq_frame_t *>malloc(n * sizeof(zq_frame_t))
+            views = <Py_buffer *>malloc(n * sizeof(Py_buffer))
+            if fr == NULL or views == NULL:
+                free(fr)
+                free(views)
+                raise MemoryError()
         cdef Py_ssize_t i, got = 0
-        cdef list held = [None] * n
+        cdef list held = None
         cdef _Held h
         cdef uint32_t sent = 0
         cdef int e = 0
@@ -216,27 +225,35 @@ cdef class ZqSocket:
                     if h.hold == NULL:
                         raise MemoryError()
                     fr[i].hold = h.hold
+                    if held is None:
+                        held = [None] * n
                     held[i] = h
-            deadline = _deadline(timeout)
-            while True:
-                until = deadline if deadline - ring_now_ns() < _SLICE_NS else ring_now_ns() + _SLICE_NS
-                with nogil:
-                    e = zq_send_frames(self.handle, fr, <uint32_t>n, until, &sent)
-                if e == 0:
-                    break
-                if sent == 0:   # between messages: a signal may end the send here
-                    PyErr_CheckSignals()
-                if e == ETIMEDOUT and ring_now_ns() >= deadline:
-                    if sent == 0:
-                        raise WaitTimeout(f"waited {timeout:g} s to send on {self.name} (no "
-                                          "room: its high-water mark is reached or no peer "
-                                          "is connected)")
-                    deadline = ring_now_ns() + 10 * _SLICE_NS  # finish a started message
-                elif e != EINTR and e != ETIMEDOUT:
-                    self._fail(e, "send")
+            # the common case first: room now, no wait, no clock, the GIL kept (it would
+            # cost more to give up than the call takes)
+            e = zq_send_frames(self.handle, fr, <uint32_t>n, 0, &sent)
+            if e == ETIMEDOUT:
+                deadline = _deadline(timeout)
+                while True:
+                    until = deadline if deadline - ring_now_ns() < _SLICE_NS else ring_now_ns() + _SLICE_NS
+                    with nogil:
+                        e = zq_send_frames(self.handle, fr, <uint32_t>n, until, &sent)
+                    if e == 0:
+                        break
+                    if sent == 0:   # between messages: a signal may end the send here
+                        PyErr_CheckSignals()
+                    if e == ETIMEDOUT and ring_now_ns() >= deadline:
+                        if sent == 0:
+                            raise WaitTimeout(f"waited {timeout:g} s to send on {self.name} "
+                                              "(no room: its high-water mark is reached or no "
+                                              "peer is connected)")
+                        deadline = ring_now_ns() + 10 * _SLICE_NS  # finish a started message
+                    elif e != EINTR and e != ETIMEDOUT:
+                        self._fail(e, "send")
+            elif e != 0:
+                self._fail(e, "send")
         finally:
             for i in range(got):
-                h = held[i]
+                h = held[i] if held is not None else None
                 if h is None:
                     PyBuffer_Release(&views[i])
                 else:
@@ -244,15 +261,16 @@ cdef class ZqSocket:
                     h.has_view = True
                     if zq_hold_live(h.hold) > 0:
                         _held.append(h)
-            free(fr)
-            free(views)
+            if fr != fr_small:
+                free(fr)
+                free(views)
 
     def recv(self, double timeout, int max_frames=64) -> list:
         """The next whole message as ``Frame`` objects (zero copy); ``WaitTimeout`` after
         ``timeout`` seconds; ``MalformedMessage`` for a message of more than ``max_frames``
         frames (taken and dropped)."""
         self._check()
-        got = self._recv(_deadline(timeout), max_frames)
+        got = self._recv(timeout, max_frames)
         if got is None:
             raise WaitTimeout(f"waited {timeout:g} s for a message on {self.name}")
         return got
@@ -260,39 +278,44 @@ cdef class ZqSocket:
     def try_recv(self, int max_frames=64):
         """A message already waiting, or None."""
         self._check()
-        return self._recv(ring_now_ns(), max_frames)
+        return self._recv(0.0, max_frames)
 
-    cdef object _recv(self, int64_t deadline, int max_frames):
+    cdef object _recv(self, double timeout, int max_frames):
+        """A whole message, or None after ``timeout`` s (0: only what waits now)."""
         if max_frames < 1 or max_frames > MAX_FRAMES:
             raise TransportError(f"recv on {self.name}: max_frames {max_frames}; expected 1 "
                                  f"to {MAX_FRAMES}")
-        cdef zq_msg_t *msgs = <zq_msg_t *>malloc(max_frames * sizeof(zq_msg_t))
-        if msgs == NULL:
-            raise MemoryError()
-        cdef uint32_t got = 0, k
+        cdef zq_msg_t msgs_small[_SMALL]
+        cdef zq_msg_t *msgs = msgs_small
+        if max_frames > _SMALL:
+            msgs = <zq_msg_t *>malloc(max_frames * sizeof(zq_msg_t))
+            if msgs == NULL:
+                raise MemoryError()
+        cdef uint32_t got = 0, k, room = <uint32_t>max_frames
         cdef int e = 0
-        cdef int64_t until
+        cdef int64_t until, deadline = 0
         cdef Frame f
         try:
-            while True:
+            e = zq_recv_frames(self.handle, msgs, room, &got, 0)  # what waits: no wait
+            if (e == ETIMEDOUT or e == EINTR) and timeout > 0:
+                deadline = _deadline(timeout)
+            while e == ETIMEDOUT or e == EINTR:
+                if deadline == 0 or ring_now_ns() >= deadline:
+                    return None
                 until = deadline if deadline - ring_now_ns() < _SLICE_NS else ring_now_ns() + _SLICE_NS
                 with nogil:
-                    e = zq_recv_frames(self.handle, msgs, <uint32_t>max_frames, &got, until)
-                if e == 0:
-                    break
-                if e == EMSGSIZE:
-                    zq_close_frames(msgs, got)
-                    got = 0
-                    raise MalformedMessage(f"a message of more than {max_frames} frames on "
-                                          f"{self.name} (dropped)")
-                PyErr_CheckSignals()
-                if e == ETIMEDOUT:
-                    if ring_now_ns() >= deadline:
-                        return None
-                elif e != EINTR:
-                    zq_close_frames(msgs, got)
-                    got = 0
-                    self._fail(e, "receive")
+                    e = zq_recv_frames(self.handle, msgs, room, &got, until)
+                if e != 0:
+                    PyErr_CheckSignals()
+            if e == EMSGSIZE:
+                zq_close_frames(msgs, got)
+                got = 0
+                raise MalformedMessage(f"a message of more than {max_frames} frames on "
+                                       f"{self.name} (dropped)")
+            if e != 0:
+                zq_close_frames(msgs, got)
+                got = 0
+                self._fail(e, "receive")
             out = []
             for k in range(got):
                 f = Frame.__new__(Frame)
@@ -303,7 +326,8 @@ cdef class ZqSocket:
             return out
         finally:
             zq_close_frames(msgs, got)
-            free(msgs)
+            if msgs != msgs_small:
+                free(msgs)
 
     def wait(self, bint writable, double timeout) -> bool:
         """True once the socket can receive (``writable``: send) within ``timeout``."""
