@@ -281,6 +281,10 @@ def _one_hot(x: Any, num_classes: int = -1) -> Any:
 
 
 one_hot = define("one_hot", [("Tensor (Tensor x, Int num_classes=-1)", _one_hot)])
+_E_LR = E("learning_rate", ("step",))
+learning_rate = define("learning_rate", [
+    ("Tensor (Tensor step, Dict spec)", lambda step, spec: _E_LR({"step": step}, {"spec": spec}))],
+    "a schedule's learning rate at the step counter (kernels/ops/lr_schedule.py)")
 
 
 # -- shape ops ----------------------------------------------------------------------------------
@@ -462,7 +466,8 @@ __all__ = [*_BASE, "abs", "amax", "amin", "argmax", "argmin", "broadcast_to", "c
            "clip", "cross_entropy", "cross_entropy_grad", "dropout", "dropout_grad", "embedding",
            "eq",
            "expand", "fill_like", "flatten", "gather_grad", "ge", "gelu", "gelu_grad",
-           "getitem", "gt", "index_select0", "layer_norm", "layer_norm_grad", "le", "log",
+           "getitem", "gt", "index_select0", "layer_norm", "layer_norm_grad", "le",
+           "learning_rate", "log",
            "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "lt",
            "manual_seed", "masked_fill", "max", "min", "narrow", "ne", "one_hot", "relu_grad",
            "rsqrt", "sigmoid", "sign", "silu", "softplus", "split", "sqrt", "squeeze", "stack",

@@ -9,6 +9,8 @@ from actorflow.kernels.ops import (  # noqa: F401
     generators,
     index,
     linalg,
+    lr_schedule,
+    microbatch,
     model_io,
     nn_ops,
     parallel,
