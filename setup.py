@@ -85,13 +85,15 @@ def _extensions() -> list[Extension]:
                       include_dirs=[CORE], depends=headers,
                       extra_compile_args=cflags, extra_link_args=ldflags)
             for name, extra in MODULES.items()]
-    try:
-        return cythonize(exts, language_level=3, quiet=True,
-                         compiler_directives={"boundscheck": False, "wraparound": False,
-                                              "initializedcheck": False})
-    except Exception as e:  # a .pyx that does not translate: install without the core
-        _warn("cythonize", e)
-        return []
+    built = []
+    for ext in exts:  # one at a time: a .pyx that does not translate leaves only itself out
+        try:
+            built += cythonize([ext], language_level=3, quiet=True,
+                               compiler_directives={"boundscheck": False, "wraparound": False,
+                                                    "initializedcheck": False})
+        except Exception as e:
+            _warn(f"cythonize {ext.name}", e)
+    return built
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
