@@ -71,12 +71,7 @@ def _source_unit(pieces: int):
 
 def _readies(unit) -> list[tuple[int, int, int]]:
     """(seq, piece, slot) of every READY waiting in ``unit``'s inbox, in arrival order."""
-    out = []
-    while not unit.inbox.empty():
-        m = unit.inbox.get_nowait()
-        if m.type == READY:
-            out.append((m.seq, m.piece_id, m.slot))
-    return out
+    return [(m.seq, m.piece_id, m.slot) for m in unit.waiting() if m.type == READY]
 
 
 def test_an_act_completing_while_earlier_ones_are_sent_goes_after_them():

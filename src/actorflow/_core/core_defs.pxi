@@ -16,6 +16,7 @@ cdef extern from "buf.h" nogil:
         char *data
         int32_t item, cap, head, len
     void af_ring_init(af_ring *r, int32_t item)
+    void af_ring_free(af_ring *r)
     void *af_ring_push(af_ring *r)
     void *af_ring_at(const af_ring *r, int32_t i)
 
@@ -132,3 +133,75 @@ cdef extern from "unit.h" nogil:
     int af_unit_done(af_unit *u, int64_t task, int64_t act_id, int *started)
     int af_unit_run(af_unit *u, int started)
     void af_unit_free(af_unit *u)
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t *m, void *attr)
+    int pthread_mutex_lock(pthread_mutex_t *m)
+    int pthread_mutex_unlock(pthread_mutex_t *m)
+    int pthread_mutex_destroy(pthread_mutex_t *m)
+
+cdef extern from "inbox.h" nogil:
+    ctypedef struct af_inbox:
+        af_ring q
+        int sleeping, stop, poke, ready
+    int af_inbox_init(af_inbox *b)
+    void af_inbox_free(af_inbox *b)
+    int af_inbox_put(af_inbox *b, const af_msg *m, int32_t n)
+    void af_inbox_signal(af_inbox *b, int stop)
+    int32_t af_inbox_take(af_inbox *b, af_ring *out, int64_t timeout_ns)
+
+cdef extern from "tracebuf.h" nogil:
+    enum:
+        AF_TR_NONE, AF_TR_FLIGHT, AF_TR_TIMED
+        AF_EV_SEND, AF_EV_RECV
+    ctypedef struct af_cmdref:
+        int64_t word, cmd, aux
+    ctypedef struct af_chunk:
+        int64_t *w
+        int64_t nw
+        af_cmdref *cmds
+        int32_t ncmds
+    ctypedef struct af_trace:
+        int mode
+        af_msg *fl
+        uint8_t *fl_recv
+        int32_t fl_size
+        int64_t fl_count
+        int64_t *w
+        int64_t nw, capw, flush_words
+        af_cmdref *cmds
+        int32_t ncmds, capcmds
+        af_chunk *sealed
+        int32_t nsealed, capsealed
+    int af_trace_init(af_trace *t, int mode, int32_t flight_size, int64_t flush_words)
+    void af_trace_free(af_trace *t)
+    void af_flight(af_trace *t, const af_msg *m, int recv)
+    int af_trace_msg(af_trace *t, int code, const af_msg *m)
+    int af_trace_begin(af_trace *t, int64_t task, const af_act *x)
+    int af_trace_end(af_trace *t, int64_t task, int64_t act_id, int64_t piece)
+
+cdef extern from "runplan.h" nogil:
+    enum:
+        AF_RUN_PY, AF_RUN_NOOP, AF_RUN_COPY
+    ctypedef struct af_copy:
+        int64_t src_desc, dst_desc, nbytes
+        int32_t nsrc, ndst
+        char **src
+        char **dst
+    ctypedef struct af_runplan:
+        int32_t mode, ncopies
+        af_copy *copies
+    void af_runplan_free(af_runplan *p)
+    int af_run_copies(const af_runplan *p, const af_act *x)
+    ctypedef struct af_dest:
+        int64_t task
+        af_inbox *inbox
+    ctypedef struct af_router:
+        af_dest *d
+        int32_t n
+        int drop_armed, drop_type
+        int64_t drop_piece
+    af_inbox *af_route_to(const af_router *r, int64_t task)
+    int af_router_drops(af_router *r, const af_msg *m)

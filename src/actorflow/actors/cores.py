@@ -11,10 +11,21 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from actorflow import _core
+from actorflow.errors import ProtocolError
 from actorflow.protocol.kinds import get_kind
 from actorflow.protocol.messages import Act, Exit, Msg
 from actorflow.protocol.task import TaskView
 from actorflow.protocol.unit_core import CoreRecorder, PyUnitCore, UnitCore
+
+try:  # the compiled core's classes, where it is built (the runtime tells its units by type)
+    from actorflow._core.unit_core import NativeRouter, NativeUnitCore
+except ImportError:
+    class NativeUnitCore:  # type: ignore[no-redef]
+        """Stands in for the compiled core where it is not built: nothing is one."""
+
+    class NativeRouter:  # type: ignore[no-redef]
+        def __init__(self, cores: object) -> None:
+            raise ProtocolError("the compiled core is not built: no native router")
 
 CoreFactory = Callable[[Sequence[TaskView], dict[int, int], str, "CoreRecorder | None"],
                        UnitCore]

@@ -16,7 +16,7 @@ apart fails the type check instead of an ``AttributeError`` at run time.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -89,6 +89,9 @@ class Recorder(Protocol):
     """What the runtime needs of a recorder (``actorflow.trace.recorder.Recorder``)."""
 
     def unit(self, key: tuple[int, int]) -> UnitRecorder: ...
+
+    def adopt(self, key: tuple[int, int], unit: Any) -> None:
+        """A unit that records itself (the native loop) takes that unit's place."""
 
     def trace_config(self) -> dict | None:
         """How a unit process rebuilds this recorder (None: it records nothing)."""

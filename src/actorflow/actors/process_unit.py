@@ -68,7 +68,7 @@ class ProcessUnit:
                          or Recorder(plan, tag=f"m{mid}-t{tid}"))
         self.rt = rt = MachineRuntime(plan, [mid], allocator=self.alloc,
                                       units=[(mid, tid)], producer_of=view.producer_of,
-                                      recorder=self.recorder)
+                                      recorder=self.recorder, native_loops=False)
         # output pieces go to the node in batches: one copy out of the regst, then frames
         self.batcher = rt.batcher = Batcher(self._deliver)
         for t in rt.tasks:  # regsts produced by other units / remote receive buffers

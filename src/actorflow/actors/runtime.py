@@ -16,11 +16,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from actorflow.actors.cores import make_unit_core
+from actorflow.actors.cores import NativeRouter, NativeUnitCore, make_unit_core
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.executors import ActorHost
 from actorflow.actors.hosting import Deliver, Recorder, UnitRecorder
 from actorflow.actors.memory import Allocator, HostAllocator, PinnedBuffers, unit_mem_case
+from actorflow.actors.native_trace import NativeFlight, NativeTrace
+from actorflow.actors.native_unit import NativeShell, plan_acts
 from actorflow.actors.unit_loop import (
     BATCH_WAIT,
     DRAIN,
@@ -42,7 +44,8 @@ from actorflow.plan.model import Plan, Task
 from actorflow.protocol.messages import Act, Exit, Msg, cmd
 from actorflow.protocol.state import describe_states
 from actorflow.protocol.unit_core import UnitCore
-from actorflow.streams.stream import make_stream
+from actorflow.streams.stream import CpuStream, make_stream
+from actorflow.trace.recorder import FlightUnit, TraceUnit
 
 _STOP = object()
 _WAKE = object()  # put by a stream's completion thread: an act finished, drain the stream
@@ -64,6 +67,8 @@ class ThreadUnit:
         self.tasks = tasks
         self.actors: dict[int, ActorHost] = {}
         self.core: UnitCore | None = None
+        self.native = False  # the whole loop runs in the compiled core (native_unit.py)
+        self.native_rec: NativeFlight | NativeTrace | None = None  # its trace, if recorded
         self.thread: threading.Thread | None = None
         self.woken = False  # True once the stream wakes this unit (thread units)
         # trace hooks (actorflow.trace.recorder), None = no calls at all: ``ring`` is the
@@ -80,13 +85,37 @@ class ThreadUnit:
         return self.core.live if self.core is not None else 0
 
     def build(self, producer_of: dict[int, int]) -> None:
+        rt = self.runtime
         self.core = make_unit_core(self.tasks, producer_of, f"unit {self.name}", self.rec)
         for t in self.tasks:
-            self.actors[t.task_id] = ActorHost(t, self.runtime, self.stream, self)
+            self.actors[t.task_id] = ActorHost(t, rt, self.stream, self)
+        # the native loop: a compiled core on an inline CPU stream, recorded by the standard
+        # recorder units (or none); other units run the Python shell below over their core
+        rec = self.rec
+        if (rt.native_loops and isinstance(self.core, NativeUnitCore)
+                and type(self.stream) is CpuStream
+                and (rec is None or type(rec) in (FlightUnit, TraceUnit))):
+            self.native = True
+            core = self.core
+            if isinstance(rec, FlightUnit):
+                self.native_rec = NativeFlight(core, self.key, rec.size)
+            elif isinstance(rec, TraceUnit):
+                self.native_rec = NativeTrace(core, self.key, rec.writer, rec.size,
+                                              rec.buffer_size)
+            if self.native_rec is not None and rt.recorder is not None:
+                rt.recorder.adopt(self.key, self.native_rec)
+            self.timed = None  # the compiled loop records every event itself
+
+    def plan(self) -> None:
+        """How the native loop runs each act (once the runtime's memory is complete)."""
+        if self.native:
+            assert isinstance(self.core, NativeUnitCore)
+            plan_acts(self.core, self.actors, self.runtime.memory)
 
     def start(self) -> None:
         # completions wake the loop (no polling); process units poll their socket instead
-        self.stream.set_waker(lambda: self.inbox.put(_WAKE))
+        if not self.native:
+            self.stream.set_waker(lambda: self.inbox.put(_WAKE))
         self.woken = True
         self.thread = threading.Thread(target=self._main, name=self.name, daemon=True)
         self.thread.start()
@@ -101,7 +130,39 @@ class ThreadUnit:
             rt.fail(InternalError(f"unit {self.name} crashed: {type(e).__name__}: {e}"), e)
 
     def _loop(self) -> None:
-        run_unit(self, _QueueSource(self))
+        if self.native:
+            assert isinstance(self.core, NativeUnitCore)
+            self.core.run(NativeShell(self), self.runtime.native_router())
+        else:
+            run_unit(self, _QueueSource(self))
+
+    def put(self, msg: Msg) -> None:
+        """A message for this unit from another thread (its inbox: native or a queue)."""
+        if self.native:
+            assert isinstance(self.core, NativeUnitCore)
+            self.core.put(msg)
+        else:
+            self.inbox.put(msg)
+
+    def stop(self) -> None:
+        """Wake the loop to stop (the runtime is stopping or failed)."""
+        if self.native:
+            assert isinstance(self.core, NativeUnitCore)
+            self.core.stop_loop()
+        else:
+            self.inbox.put(_STOP)
+
+    def waiting(self) -> list[Msg]:
+        """Take the messages waiting for a unit whose loop is not running (tests)."""
+        if self.native:
+            assert isinstance(self.core, NativeUnitCore)
+            return self.core.waiting()
+        out = []
+        while not self.inbox.empty():
+            m = self.inbox.get_nowait()
+            if isinstance(m, Msg):
+                out.append(m)
+        return out
 
     # -- unit_loop.Unit ------------------------------------------------------------------
     def push(self, msgs: list[Msg]) -> None:
@@ -247,9 +308,16 @@ class MachineRuntime:
         on_deliver: Deliver | None = None,
         units: Iterable[tuple[int, int]] | None = None,
         producer_of: dict[int, int] | None = None,
+        native_loops: bool = True,
     ) -> None:
         """``units`` keeps only tasks of those ``(machine, thrd)`` (one process unit);
-        ``producer_of`` adds producers of regst descs whose tasks are not in ``plan``."""
+        ``producer_of`` adds producers of regst descs whose tasks are not in ``plan``;
+        ``native_loops``: units on the compiled core run their whole loop in it (thread
+        units; a process unit's loop reads its socket in Python)."""
+        self.native_loops = native_loops
+        self._native_router: NativeRouter | None = None
+        self.lost: list[Msg] = []  # messages fault injection lost (``lose_first``)
+        self._losing: tuple[int, int] | None = None
         self.plan = plan
         ids = set(machine_ids) if machine_ids is not None else {t.machine_id for t in plan.tasks}
         self.tasks = [t for t in plan.tasks if t.machine_id in ids]
@@ -299,7 +367,18 @@ class MachineRuntime:
     def start(self) -> None:
         self.pin_copy_buffers()
         for u in self.units.values():
+            u.plan()
+        for u in self.units.values():
             u.start()
+
+    def native_router(self) -> NativeRouter:
+        """Task -> inbox of every unit of this runtime on the native loop (made once)."""
+        with self._lock:
+            if self._native_router is None:
+                self._native_router = NativeRouter(
+                    [u.core for u in self.units.values()
+                     if u.native and isinstance(u.core, NativeUnitCore)])
+            return self._native_router
 
     def pin_copy_buffers(self) -> None:
         """Pin the host regsts this runtime's copy tasks copy from/to (once its memory,
@@ -313,13 +392,37 @@ class MachineRuntime:
         self.pinned.close()
 
     def send(self, msg: Msg, from_unit: ThreadUnit | None = None) -> None:
+        if self._losing is not None and self._loses(msg):
+            return
         u = self.route.get(msg.dst)
         if u is None:
             if self.remote_send is not None:
                 self.remote_send(msg)
                 return
             raise ProtocolError(f"no route to task {msg.dst} for {msg!r}")
-        u.inbox.put(msg)  # (messages between actors of one unit never get here: its core)
+        u.put(msg)  # (messages between actors of one unit never get here: its core)
+
+    def lose_first(self, type_: int, piece: int) -> list[Msg]:
+        """Fault injection for tests of hangs: the first message of ``type_`` for ``piece``
+        that one unit sends to another is lost, on either core; returns the list that
+        will hold it."""
+        self._losing = (type_, piece)
+        if any(u.native for u in self.units.values()):
+            self.native_router().lose_first(type_, piece)
+        return self.lost
+
+    def _loses(self, msg: Msg) -> bool:
+        if msg.src < 0 or self._losing is None:
+            return False
+        if any(u.native for u in self.units.values()):  # one loss for both paths
+            lose = self.native_router().take_loss(msg)
+        else:
+            lose = (msg.type, msg.piece_id) == self._losing
+            if lose:
+                self._losing = None
+        if lose:
+            self.lost.append(msg)
+        return lose
 
     def command(self, task_id: int, name: str, arg: int | None = None) -> None:
         self.send(cmd(task_id, name, arg))
@@ -338,7 +441,7 @@ class MachineRuntime:
                 self.error = error
         self.stopping = True
         for u in self.units.values():
-            u.inbox.put(_STOP)
+            u.stop()
         self._all_exited.set()
         if self.on_deliver is not None:
             self.on_deliver(None, -1, {})  # wake the client
@@ -377,7 +480,7 @@ class MachineRuntime:
         deadline = time.monotonic() + timeout
         for u in self.units.values():
             if u.thread is not None and u.thread.is_alive():
-                u.inbox.put(_STOP)
+                u.stop()
         for u in self.units.values():
             if u.thread is not None:
                 u.thread.join(max(0.0, deadline - time.monotonic()))

@@ -113,6 +113,7 @@ class TraceUnit:
         self.key = key
         self.size = size
         self.writer = writer
+        self.buffer_size = buffer_size
         self.buf = buf = bytearray()
         self.cmds: dict[int, tuple[str, Any]] = {}  # word offset -> CMD name, payload
         self.last_chunk: tuple[bytes, dict] = (b"", {})  # for dumps after a flush
@@ -271,6 +272,13 @@ class Recorder:
                     u = TraceUnit(key, self._writer(key[0]), self.flight_size, self.buffer_size)
                 self.units[key] = u
             return u
+
+    def adopt(self, key: tuple[int, int], unit: Any) -> None:
+        """A unit that records itself (the compiled core's loop: ``actors/native_trace.py``)
+        takes the place of the recorder's own unit object; it offers the same ``rows``,
+        ``marker`` and ``flush``, so dumps and trace files are the same."""
+        with self._lock:
+            self.units[key] = unit
 
     def _hosted(self, key: tuple[int, int]) -> set[int] | None:
         tasks = getattr(self.plan, "tasks", None)
