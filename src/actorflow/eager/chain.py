@@ -71,18 +71,18 @@ def try_fuse(stream: Any, step: Step) -> Instruction | None:
             return None  # would make the chain wait for another stream
     if not chained:
         return None
-    with stream.pop_lock:
+    with stream.pop_lock:  # the worker cannot take t before its records are complete
         if t.started:
             return None
         t.operand.append(step)
-    for b in step.reads:
-        if b.last_writer is not t:
-            t.reads.append(b)
-        b.readers.append(t)  # (a dead blob's readers are pruned by its release's link)
-    for b in step.writes:
-        b.last_writer = b.producer = t
-        t.writes.append(b)
-    t.name = f"{t.operand[0].name} (+{len(t.operand) - 1} fused ops)"
+        for b in step.reads:
+            if b.last_writer is not t:
+                t.reads.append(b)
+            b.readers.append(t)  # (a dead blob's readers are pruned by its release's link)
+        for b in step.writes:
+            b.last_writer = b.producer = t
+            t.writes.append(b)
+        t.name = f"{t.operand[0].name} (+{len(t.operand) - 1} fused ops)"
     return t
 
 

@@ -18,6 +18,7 @@ from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU, Device, as_device
 from actorflow.eager.env import get_vm
 from actorflow.eager.tensor import caller_where
+from actorflow.kernels.blob import BlobDesc
 from actorflow.errors import ArgumentTypeError, UsageError
 
 CACHE_LIMIT = 4096
@@ -94,8 +95,8 @@ class EagerLocalInterpreter:
 
     def _infer_outputs(self, expr: Any, blobs: dict[str, BlobObject],
                        attrs: dict[str, Any]) -> Any:
-        return expr.opdef.infer_checked(expr.op_type, {k: b.desc_view() for k, b in
-                                                       blobs.items()}, attrs)
+        return expr.opdef.infer_checked(expr.op_type, {k: BlobDesc(b.shape, b.dtype) for k, b
+                                                       in blobs.items()}, attrs)
 
     # -- tensors from host values ----------------------------------------------------------
     def from_array(self, value: Any, dtype: Any = None, device: Any = None) -> Any:
@@ -113,7 +114,7 @@ class EagerLocalInterpreter:
         if arr.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
             arr = arr.astype(np.float32)  # Python floats default to float32, as in torch
         vm = get_vm()
-        host = BlobObject(tuple(arr.shape), arr.dtype.name, CPU, arr)
+        host = vm.core.Blob(tuple(arr.shape), arr.dtype.name, CPU, arr)
         vm.adopt(host)
         if dev is CPU:
             return self.tensor_cls._from_blob(host, vm)

@@ -16,7 +16,11 @@ from typing import Any
 
 from actorflow.eager.blob import BlobObject
 from actorflow.eager.chain import Step
+from actorflow.eager.instruction import Instruction
 from actorflow.eager.tensor import caller_where
+
+NAME = "python"
+Blob = BlobObject  # the core's records, by the names the VM asks for (vm.core.Blob, ...)
 
 
 class IssuePlan:
@@ -62,4 +66,4 @@ class IssuePlan:
         return tuple(wrap(b, vm) for b in writes)
 
 
-__all__ = ["IssuePlan"]
+__all__ = ["NAME", "Blob", "Instruction", "IssuePlan", "Step"]
