@@ -9,8 +9,9 @@ import pytest
 from actorflow import eager
 from actorflow.eager.core import NATIVE
 
+OFF = "the compiled core is not in use (ACTORFLOW_CORE=python, or not built)"
 RUNS = [pytest.param(("native", "inline"), id="native",
-                     marks=pytest.mark.skipif(NATIVE is None, reason="compiled core not built")),
+                     marks=pytest.mark.skipif(NATIVE is None, reason=OFF)),
         pytest.param(("python", "inline"), id="inline"),
         pytest.param(("python", "thread"), id="thread")]
 

@@ -18,7 +18,8 @@ Imports nothing of actorflow (the arrows): the Python side hands in what it must
 """
 
 cimport cython
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyObject_Call
+from cpython.ref cimport Py_DECREF
 
 import threading
 import traceback
@@ -46,6 +47,14 @@ cdef extern from *:
     """
     pthread_mutex_t *af_wake_mu(af_wake *w) nogil
 
+cdef extern from "Python.h":
+    ctypedef struct PyFrameObject:
+        pass
+    PyFrameObject *PyEval_GetFrame()
+    PyObject *PyFrame_GetBack(PyFrameObject *f)
+    object PyFrame_GetCode(PyFrameObject *f)
+    int PyFrame_GetLasti(PyFrameObject *f)
+
 NAME = "native"
 
 DEF PRUNE_AT = 16
@@ -58,7 +67,6 @@ cdef long long _next_instr = 0
 
 # what the Python side hands in (configure): meta_of(shape, dtype, device), caller_where()
 cdef object _meta_of = None
-cdef object _caller_where = None
 cdef object _act_record = None
 cdef object _tensor_type = None
 cdef object _hook = None
@@ -66,9 +74,102 @@ cdef object _EMPTY = ()
 cdef list _NONE = []  # what a finished instruction reads and writes (never appended to)
 
 
-def configure(meta_of, caller_where, act_record):
-    global _meta_of, _caller_where, _act_record
-    _meta_of, _caller_where, _act_record = meta_of, caller_where, act_record
+cdef dict _inside = {}  # code object -> is it actorflow's own code (shared with Python)
+cdef str _pkg_dir = "/"
+cdef object _NOSCALAR = object()
+cdef dict _FORMS = {None: -1, "t": 0, "t0": 1, "tt": 2, "ts": 3, "st": 4}
+cdef dict _UNSAFE = {"casting": "unsafe"}
+
+
+def configure(meta_of, caller_where, act_record, inside=None, pkg_dir=None):
+    """What the Python side hands in: ``meta_of(shape, dtype, device)``, the Python
+    ``caller_where`` (for Python plans), the trace's act record class, and the code
+    objects known to be actorflow's (``inside``: code -> bool) under ``pkg_dir``."""
+    global _meta_of, _act_record, _inside, _pkg_dir
+    _meta_of, _act_record = meta_of, act_record
+    if inside is not None:
+        _inside, _pkg_dir = inside, pkg_dir
+
+
+cdef class Where:
+    """Where the user issued an op: code object + bytecode offset, formatted as
+    file:line only when read (the compiled twin of ``eager.tensor.Where``)."""
+
+    cdef public object code
+    cdef public int lasti
+
+    def __init__(self, code, int lasti):
+        self.code, self.lasti = code, lasti
+
+    @property
+    def line(self):
+        for start, end, line in self.code.co_lines():
+            if start <= self.lasti < end and line is not None:
+                return line
+        return self.code.co_firstlineno
+
+    def __getitem__(self, i):
+        return (self.code.co_filename, self.line)[i]
+
+    def __iter__(self):
+        return iter((self.code.co_filename, self.line))
+
+    def __eq__(self, other):
+        return tuple(self) == (tuple(other) if isinstance(other, (tuple, Where)) else other)
+
+    def __hash__(self):
+        return hash(tuple(self))
+
+    def __repr__(self):
+        return f"{self.code.co_filename}:{self.line}"
+
+
+cdef object where_here():
+    """The nearest Python frame outside actorflow, from the innermost one (C frames of
+    this module have none), as a ``Where``."""
+    cdef PyFrameObject *f = PyEval_GetFrame()
+    cdef PyObject *back
+    cdef object hold = None  # keeps the frame we stand on alive
+    cdef Where w
+    while f is not NULL:
+        code = PyFrame_GetCode(f)
+        known = _inside.get(code)
+        if known is None:
+            if len(_inside) > 10_000:
+                _inside.clear()
+            known = _inside[code] = code.co_filename.startswith(_pkg_dir)
+        if not known:
+            w = Where.__new__(Where)
+            w.code = code
+            w.lasti = PyFrame_GetLasti(f)
+            return w
+        back = PyFrame_GetBack(f)
+        if back is NULL:
+            return None
+        hold = <object>back
+        Py_DECREF(hold)
+        f = <PyFrameObject *>back
+    return None
+
+
+def caller_where():
+    """``where_here()`` from Python (tests)."""
+    return where_here()
+
+
+cdef class TensorBase:
+    """The data slots of an eager local tensor; when it dies its blob goes back to the VM
+    (``vm.release``: queued, released in batches), without a Python ``__del__``."""
+
+    cdef public object _blob, _vm
+
+    def __dealloc__(self):
+        vm, blob = self._vm, self._blob
+        if vm is not None and blob is not None:
+            try:
+                vm.release(blob)
+            except BaseException:  # interpreter teardown: modules may be half gone
+                pass
 
 
 def set_tensor_type(t):
@@ -92,6 +193,7 @@ cdef class Blob:
     cdef public long long id
     cdef public int prune_at
     cdef public bint dead
+    cdef public long nreads  # reads ever issued (an instruction's, or a fused step's)
 
     def __init__(self, shape, dtype, device, array=None, nbytes=None, meta=None):
         global _next_blob
@@ -153,14 +255,26 @@ cdef class Instruction:
 cdef class Step:
     """One op of a compute instruction (see ``eager/chain.py``)."""
 
-    cdef public object name, where, kernel, ufunc, form, ins, outs, attrs
+    cdef public object name, where, kernel, ufunc, form, ins, outs, attrs, scalar
     cdef public list reads, writes
+    cdef int fcode
+    cdef public bint unsafe  # pass casting="unsafe" (the output's dtype needs it)
 
     def __init__(self, name, where, kernel, ufunc, ins, outs, attrs, reads, writes):
         self.name, self.where, self.kernel = name, where, kernel
+        self.fcode = -1
         if ufunc is not None:
-            self.ufunc, self.form = ufunc
+            self.ufunc, self.form = ufunc[0], ufunc[1]
+            self.unsafe = len(ufunc) < 3 or ufunc[2]
+            self.fcode = _FORMS[self.form]
+            if self.fcode >= 3:
+                self.scalar = attrs["scalar"]
         self.ins, self.outs, self.attrs, self.reads, self.writes = ins, outs, attrs, reads, writes
+
+    @property
+    def cast(self):
+        """The ``casting=`` a Python runner passes (``eager/chain.py``), or None."""
+        return "unsafe" if self.unsafe or self.fcode < 0 else None
 
 
 # -- dependencies ----------------------------------------------------------------------------
@@ -182,6 +296,7 @@ cdef list link(Instruction instr):
             b.readers = readers
             b.prune_at = max(PRUNE_AT, 2 * len(readers))
         readers.append(instr)
+        b.nreads += 1
     for b in instr.writes:
         w = b.last_writer
         if w is not None and not w.done:
@@ -233,7 +348,7 @@ cdef class StreamRt:
     cdef long count  # FIFO length (under wk.mu)
     cdef long stopping
     cdef Instruction head, tail
-    cdef public object vm, stype, stream, xp, kctx, last, current, unit, thread, label
+    cdef public object vm, stype, stream, xp, kctx, last, current, unit, thread, label, empty
     cdef public dict names, ufuncs
     cdef public int index, track
     cdef public long long allocated, freed, allocs, frees, executed
@@ -251,6 +366,7 @@ cdef class StreamRt:
         self.vm, self.stype, self.index, self.track = vm, stype, index, track
         self.label = f"{stype.name}:{index}"
         self.stream, self.xp, self.kctx = stream, stream.xp, kctx
+        self.empty = stream.xp.empty
         self.names, self.ufuncs = {}, {}
         self.run_lock = RunLock()
         self.run_mu = &self.run_lock.mu
@@ -411,13 +527,10 @@ _KEYWORD_OUT = frozenset({"maximum", "minimum"})  # numpy deprecates a positiona
 
 
 cdef inline bint _reusable(Blob b, Instruction instr, dict last_read, Py_ssize_t i):
-    if not b.dead or b.array is None or b.last_writer is not instr \
-            or last_read[id(b)] != i:
+    """Nothing can read ``b`` after step ``i`` (see ``eager/chain.py``)."""
+    if not b.dead or b.array is None or b.producer is not instr:
         return False
-    for r in b.readers:
-        if r is not instr:
-            return False
-    return True
+    return last_read[id(b)] == (i, b.nreads)
 
 
 cdef void run_steps(Instruction instr, StreamRt host) except *:
@@ -433,7 +546,9 @@ cdef void run_steps(Instruction instr, StreamRt host) except *:
     for i in range(n):
         st = steps[i]
         for b in st.reads:
-            last_read[id(b)] = i
+            k = id(b)
+            prev = last_read.get(k)
+            last_read[k] = (i, 1 if prev is None else (<tuple>prev)[1] + 1)
     for i in range(n):
         _run(instr, <Step>steps[i], host, last_read, i)
 
@@ -448,12 +563,12 @@ cdef void _run(Instruction instr, Step st, StreamRt host, dict last_read,
                 out.error = b.error
             return
     try:
-        if st.ufunc is not None:
+        if st.fcode >= 0:
             out = st.writes[0]
             b = st.reads[0]
             a0 = b.array
-            form = st.form
-            a1 = (<Blob>st.reads[1]).array if form == "tt" else None
+            fc = st.fcode
+            a1 = (<Blob>st.reads[1]).array if fc == 2 else None
             arr = None
             if last_read is not None:
                 for b in st.reads:
@@ -464,23 +579,34 @@ cdef void _run(Instruction instr, Step st, StreamRt host, dict last_read,
                         host.frees += 1
                         break
             if arr is None:
-                arr = host.xp.empty(out.shape, out.dtype)
+                arr = host.empty(out.shape, out.dtype)
             out.array = arr
             host.allocated += out.nbytes
             host.allocs += 1
             f = host.ufuncs.get(st.ufunc)
             if f is None:
                 f = host.ufuncs[st.ufunc] = getattr(host.xp, st.ufunc)
-            if form == "tt":
+            if fc == 2:
                 if st.ufunc in _KEYWORD_OUT:
-                    f(a0, a1, out=arr, casting="unsafe")
+                    if st.unsafe:
+                        f(a0, a1, out=arr, casting="unsafe")
+                    else:
+                        f(a0, a1, out=arr)
+                elif st.unsafe:
+                    PyObject_Call(f, (a0, a1, arr), _UNSAFE)
                 else:
-                    f(a0, a1, arr, casting="unsafe")
-            elif form == "ts":
-                f(a0, st.attrs["scalar"], arr, casting="unsafe")
-            elif form == "st":
-                f(st.attrs["scalar"], a0, arr, casting="unsafe")
-            elif form == "t0":
+                    f(a0, a1, arr)
+            elif fc == 3:
+                if st.unsafe:
+                    PyObject_Call(f, (a0, st.scalar, arr), _UNSAFE)
+                else:
+                    f(a0, st.scalar, arr)
+            elif fc == 4:
+                if st.unsafe:
+                    PyObject_Call(f, (st.scalar, a0, arr), _UNSAFE)
+                else:
+                    f(st.scalar, a0, arr)
+            elif fc == 1:
                 f(a0, 0, out=arr)
             else:
                 f(a0, arr)
@@ -563,6 +689,7 @@ cdef class VMState:
             if b.last_writer is not t:
                 t.reads.append(b)
             b.readers.append(t)
+            b.nreads += 1
         for b in step.writes:
             b.last_writer = b.producer = t
             t.writes.append(b)
@@ -620,18 +747,20 @@ cdef class IssuePlan:
     cdef public object vm, expr, attrs, kernel, ufunc, itype, stream, wrap
     cdef public tuple in_names, outs
     cdef VMState state
+    cdef int fcode
 
-    def __init__(self, vm, expr, in_names, attrs, outs, itype, stream, wrap):
+    def __init__(self, vm, expr, in_names, attrs, outs, itype, stream, wrap, ufunc=None):
         self.vm, self.expr, self.in_names, self.attrs, self.outs = vm, expr, in_names, attrs, outs
-        self.kernel, self.ufunc = expr.opdef.kernel, expr.opdef.ufunc
+        self.kernel, self.ufunc = expr.opdef.kernel, ufunc
         self.itype, self.stream, self.wrap = itype, stream, wrap
         self.state = vm.state
+        self.fcode = _FORMS[self.ufunc[1]] if self.ufunc is not None else -1
 
     def run(self, tensors, attrs=None, where=None):
         return self._run(tensors, self.attrs if attrs is None else attrs,
-                         where if where is not None else _caller_where(1))
+                         where if where is not None else where_here(), _NOSCALAR)
 
-    cdef object _run(self, object tensors, object attrs, object where):
+    cdef object _run(self, object tensors, object attrs, object where, object scalar):
         cdef dict ins = {}
         cdef list reads = [], writes = []
         cdef dict outs = {}
@@ -650,8 +779,11 @@ cdef class IssuePlan:
         st.name = self.expr.op_type
         st.where = where
         st.kernel = self.kernel
-        if self.ufunc is not None:
-            st.ufunc, st.form = self.ufunc
+        st.fcode = self.fcode
+        if self.fcode >= 0:
+            st.ufunc, st.form, st.unsafe = self.ufunc
+            if self.fcode >= 3:
+                st.scalar = attrs["scalar"] if scalar is _NOSCALAR else scalar
         st.ins, st.outs, st.attrs, st.reads, st.writes = ins, outs, attrs, reads, writes
         self.state.submit_step(self.itype, self.stream, st)
         vm = self.vm
@@ -730,16 +862,22 @@ cdef class FastCall:
             return self._slow(key, args, kwargs)
         ts = [args[p] if type(p) is int else kwargs[p] for p in plan.positions]
         attrs = iplan.attrs
+        scalar = _NOSCALAR
         if plan.scalar_attr is not None:
             p = plan.scalar_pos
             v = args[p] if type(p) is int else kwargs[p]
-            attrs = dict(attrs)
-            attrs[plan.scalar_attr] = v if plan.scalar_conv is None else plan.scalar_conv(v)
+            scalar = v if plan.scalar_conv is None else plan.scalar_conv(v)
         if type(iplan) is IssuePlan:
             ip = iplan
-            out = ip._run(ts, attrs, _caller_where(1))
+            if scalar is not _NOSCALAR and (ip.fcode < 3 or _hook is not None):
+                attrs = dict(attrs)
+                attrs[plan.scalar_attr] = scalar
+            out = ip._run(ts, attrs, where_here(), scalar)
         else:
-            out = iplan.run(ts, attrs, _caller_where(1))
+            if scalar is not _NOSCALAR:
+                attrs = dict(attrs)
+                attrs[plan.scalar_attr] = scalar
+            out = iplan.run(ts, attrs, where_here())
         if _hook is not None:
             _hook(iplan.expr, dict(zip(iplan.in_names, ts)), attrs, out)
         return out

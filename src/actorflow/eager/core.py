@@ -27,20 +27,20 @@ from actorflow.eager import fastcall, issue
 
 
 def _native() -> ModuleType | None:
-    if _core.native_error() is not None:
+    if _core.core_name() != "native":  # ACTORFLOW_CORE=python, or not built (it warned)
         return None
-    from actorflow._core import _eager  # type: ignore[attr-defined]
+    from actorflow._core import _eager
+    from actorflow.eager import tensor
     from actorflow.eager.blob import meta_of
-    from actorflow.eager.tensor import caller_where
     from actorflow.eager.worker import _ActRecord
 
-    _eager.configure(meta_of, caller_where, _ActRecord)
+    _eager.configure(meta_of, tensor.caller_where, _ActRecord, tensor._INSIDE, tensor._PKG_DIR)
     return _eager
 
 
 NATIVE = _native()
 PYTHON: Any = issue
-PROCESS = "native" if NATIVE is not None and _core.core_name() == "native" else "python"
+PROCESS = "native" if NATIVE is not None else "python"
 _fast: Any = NATIVE if PROCESS == "native" else fastcall
 FastCall: Any = _fast.FastCall
 FastPlan: Any = _fast.FastPlan

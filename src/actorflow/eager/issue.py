@@ -28,14 +28,14 @@ class IssuePlan:
                  "vm", "wrap")
 
     def __init__(self, vm: Any, expr: Any, in_names: tuple[str, ...], attrs: dict[str, Any],
-                 outs: tuple, itype: Any, stream: Any, wrap: Any) -> None:
+                 outs: tuple, itype: Any, stream: Any, wrap: Any, ufunc: Any = None) -> None:
         self.vm = vm
         self.expr = expr
         self.in_names = in_names  # the op definition's input order
         self.attrs = attrs
         self.outs = outs  # ((name, Meta), ...)
         self.kernel = expr.opdef.kernel
-        self.ufunc = expr.opdef.ufunc
+        self.ufunc = ufunc  # (function, form, needs casting="unsafe") or None
         self.itype = itype
         self.stream = stream
         self.wrap = wrap  # tensor class's _from_blob

@@ -72,7 +72,7 @@ class VirtualMachine:
         self.closed_reason = "it was shut down (af.eager.shutdown() or interpreter exit)"
         self.forked = False  # this is a forked child's copy of its parent's VM
         self.recorder: Any = None
-        self.scheduler = SCHEDULERS.get(scheduler)(self)
+        self.scheduler: Any = SCHEDULERS.get(scheduler)(self)
         self._submit_one = self.scheduler.submit_one
         self._fuse = fuse and self.scheduler.fuses
         if self.core.NAME == "native":
