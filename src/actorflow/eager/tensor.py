@@ -28,6 +28,8 @@ class _PyTensorBase:
     when it dies.  The compiled core's ``TensorBase`` does the same without ``__del__``."""
 
     __slots__ = ("_blob", "_vm")
+    _blob: Any
+    _vm: Any
 
     def __del__(self) -> None:
         try:
