@@ -28,6 +28,8 @@ CORE = os.path.join("src", "actorflow", "_core")
 MODULES: dict[str, list[str]] = {
     "_records": [],
     "_eager": [],
+    "_rings": [],
+    "_zq": [],
 }
 
 

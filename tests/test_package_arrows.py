@@ -23,6 +23,8 @@ SHARED = {"errors", "registry", "sbp_geometry"}  # leaf modules every package ma
 # docs/architecture.md, "Packages and arrows": package -> packages it may import directly
 ARROWS: dict[str, set[str]] = {
     "launcher": {"actors", "eager", "plan", "trace"},
+    "optim": {"nn", "frontend"},  # optimizers update modules' parameters
+    "nn": {"frontend"},  # modules trace through the functional ops and jobs
     "frontend": {"eager", "plan", "kernels"},
     "eager": {"collective", "streams", "kernels", "trace", "_core"},
     "collective": {"transport"},

@@ -135,6 +135,10 @@ def _string(v: Any) -> str:
     return v if isinstance(v, str) else _fail()
 
 
+def _dict(v: Any) -> dict:
+    return v if isinstance(v, dict) else _fail()
+
+
 def _tensor_list(v: Any) -> list[Any]:
     if isinstance(v, (list, tuple)) and v:
         return [_tensor(x) for x in v]
@@ -143,6 +147,7 @@ def _tensor_list(v: Any) -> list[Any]:
 
 for _n, _f in {"Tensor": _tensor, "Scalar": _scalar, "Int": _int, "Float": _float,
                "Bool": _bool, "IntList": _int_list, "DataType": _dtype, "String": _string,
+               "Dict": _dict,
                "TensorList": _tensor_list}.items():
     register_type(_n, _f)
 

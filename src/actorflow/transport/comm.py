@@ -115,6 +115,15 @@ class _Endpoint:
         self.rejected = 0  # messages refused by the limits or the codec
         self.send_timeout: float | None = None  # s a send may wait for room (Comm)
 
+    @property
+    def handle(self) -> int:
+        """The libzmq socket's address, for the compiled core's C driver (``_core/_zq``),
+        which sends and receives on it with the GIL released while this endpoint keeps it
+        open.  Not for Python: nothing above transport touches a socket."""
+        if self.closed:
+            raise CommClosed(f"{self.name}: closed ({self.address})")
+        return int(self._sock.underlying)
+
     # -- receiving ----------------------------------------------------------------------
     def poll(self, timeout: float) -> bool:
         """True when a message is waiting (within ``timeout`` seconds)."""
