@@ -87,7 +87,7 @@ NO_RULE = {  # ops no gradient flows through: generators, state, boxing, integer
     "arange", "argmax", "argmin", "assign", "box_slice", "busy", "const_array", "constant",
     "cross_entropy_grad", "dropout_grad", "eq", "gather_grad", "ge", "gelu_grad", "gt",
     "layer_norm_grad", "le", "learning_rate", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "lt",
+    "logical_xor", "lt", "microbatch_place", "microbatch_slice",
     "ne", "one_hot", "random_normal", "relu_grad", "scalar_eq", "scalar_ge", "scalar_gt",
     "scalar_le", "scalar_logical_and", "scalar_logical_or", "scalar_logical_xor", "scalar_lt",
     "scalar_ne", "sleep", "stamp", "strided_slice_grad", "variable", "variable_load",

@@ -2,9 +2,9 @@
 
 Outside a job a module's parameters are eager tensors; inside ``with af.Job`` reading one
 gives the job's variable of it (``parameter.variable_for``), so the same ``forward`` traces
-the model into the job.  Calling the root module in a job names every parameter by its
-path (``"0.weight"``, ``"fc1.bias"``): the variable names, shared by every job of a plan
-and by checkpoints.
+the model into the job; the variable names are shared by every job of a plan and by
+checkpoints.  A parameter's name is its attribute path from the outermost module
+holding it (``"0.weight"``, ``"fc1.bias"``), as ``named_parameters()`` of that module says.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ class Module:
         for table in (self._parameters, self._buffers, self._modules):
             table.pop(name, None)
         if isinstance(value, Parameter):
-            self._parameters[name] = value
+            self.register_parameter(name, value)
         elif isinstance(value, Module):
-            self._modules[name] = value
+            self.add_module(name, value)
         else:
             object.__setattr__(self, name, value)
             return
@@ -72,6 +72,8 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise UsageError(f"register_parameter('{name}'): expected an nn.Parameter, not "
                              f"{type(param).__name__}")
+        if param is not None and info_of(param).owner is None:
+            info_of(param).owner = (self, name)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Any, persistent: bool = True) -> None:
@@ -79,6 +81,8 @@ class Module:
         self._buffers[name] = tensor
 
     def add_module(self, name: str, module: Module | None) -> None:
+        if module is not None and "_parent" not in module.__dict__:
+            object.__setattr__(module, "_parent", (self, name))  # names its variables
         self._modules[name] = module
 
     # -- running ---------------------------------------------------------------------------
@@ -86,16 +90,7 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _tracing() is not None:
-            self._name_parameters()
         return self.forward(*args, **kwargs)
-
-    def _name_parameters(self) -> None:
-        """Give every unnamed parameter its path under this module (the variable name)."""
-        for name, p in self.named_parameters():
-            info = info_of(p)
-            if info.name is None:
-                info.name = name
 
     # -- walking -----------------------------------------------------------------------------
     def named_modules(self, prefix: str = "", memo: set[int] | None = None

@@ -27,11 +27,12 @@ from actorflow.kernels.ops.generators import initial_variable_value
 class ParamInfo:
     """What a job needs to make a parameter's variable."""
 
-    __slots__ = ("init", "name", "placement", "sbp")
+    __slots__ = ("init", "name", "owner", "placement", "sbp")
 
     def __init__(self, init: dict[str, Any] | None) -> None:
         self.init = init  # variable init attrs, or None once the values changed
-        self.name: str | None = None
+        self.name: str | None = None  # set by the user, or its path from the root module
+        self.owner: Any = None  # (module, attribute) that holds it
         self.placement: Any = None
         self.sbp: Any = None
 
@@ -92,8 +93,7 @@ def variable_for(job: Job, p: Any) -> Any:
         return hit[1]
     info = info_of(p)
     if info.name is None:
-        raise UsageError("a parameter read in a job has no name: call the model (the root "
-                         "module) inside the job, which names its parameters")
+        info.name = _path(info)
     if info.init is not None:
         attrs = dict(info.init)
     else:  # changed in eager mode since it was drawn: the job starts from its values
@@ -106,6 +106,24 @@ def variable_for(job: Job, p: Any) -> Any:
         m.param = info
     table[id(p)] = (p, var)  # keeps p alive while the job is, so its id stays unique
     return var
+
+
+def _path(info: ParamInfo) -> str:
+    """``"0.fc1.weight"``: the attribute path from the outermost module holding it."""
+    if info.owner is None:
+        raise UsageError("a parameter read in a job must belong to a module (or be named: "
+                         "give it one with nn.Parameter's info) to become a variable")
+    module, attr = info.owner
+    parts = [attr]
+    seen = set()
+    while True:
+        parent = module.__dict__.get("_parent")
+        if parent is None or id(module) in seen:
+            break
+        seen.add(id(module))
+        module, name = parent
+        parts.append(name)
+    return ".".join(reversed(parts))
 
 
 def variables_of(job: Job) -> dict[int, Any]:

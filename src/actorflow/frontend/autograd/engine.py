@@ -12,7 +12,7 @@ tensors they kept and a second backward through them is an error.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from actorflow.errors import AutogradError
@@ -43,11 +43,13 @@ def _add(a: Any, b: Any) -> Any:
 
 
 def run_backward(roots: Sequence[Any], grads: Sequence[Any], retain_graph: bool = False,
-                 capture: Sequence[Any] | None = None,
-                 scale: float | None = None) -> list[Any] | None:
+                 capture: Sequence[Any] | None = None, scale: float | None = None,
+                 leaf_hook: Callable[[Any, Any], Any] | None = None) -> list[Any] | None:
     """Propagate ``grads`` from ``roots``.  With ``capture`` (tensors), return their
     gradients instead of touching any ``.grad`` (``autograd.grad``).  ``scale`` multiplies
-    the seeds (micro-batch jobs: the accumulated gradient is the mean over micro-batches)."""
+    the seeds (micro-batch jobs: the accumulated gradient is the mean over micro-batches);
+    ``leaf_hook(leaf, grad)`` may replace a leaf's gradient before it is kept (a micro-batch
+    job accumulates it over the micro-batches there)."""
     want = {id(t): i for i, t in enumerate(capture)} if capture is not None else None
     got: list[Any] = [None] * len(capture) if capture is not None else []
     pending: dict[Node, Any] = {}
@@ -85,6 +87,8 @@ def run_backward(roots: Sequence[Any], grads: Sequence[Any], retain_graph: bool 
                 continue
             m = meta_of(t)
             assert m is not None
+            if leaf_hook is not None:
+                g = leaf_hook(t, g)
             m.grad = g if m.grad is None else F.add(m.grad, g)
     if not retain_graph:
         for node in visited:

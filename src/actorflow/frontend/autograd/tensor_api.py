@@ -100,9 +100,8 @@ class AutogradMethods:
         if create_graph:
             raise AutogradError("backward(create_graph=True) (higher-order gradients) is not "
                                 "supported")
-        hook = getattr(self, "_backward_hook", None)
-        if hook is not None:  # a tensor of a job: the job scales and tracks it
-            hook(self, gradient, retain_graph)
+        if getattr(self, "interpreter", "") == "lazy":  # the job: micro-batches change it
+            self.job.backward(self, gradient, retain_graph)  # type: ignore[attr-defined]
             return
         engine.run_backward([self], [gradient], retain_graph)
 

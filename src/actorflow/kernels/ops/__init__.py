@@ -10,6 +10,7 @@ from actorflow.kernels.ops import (  # noqa: F401
     index,
     linalg,
     lr_schedule,
+    microbatch,
     model_io,
     nn_ops,
     parallel,

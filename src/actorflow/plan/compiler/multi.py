@@ -54,10 +54,6 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
         if j.num_pieces is not None:
             raise CompileError(f"job '{j.name}': a job of a multi-job plan runs one piece per "
                                "request (Session.run/run_many); leave pieces=None")
-        for o in j.ops:
-            if o.op_type in ("acc", "repeat"):
-                raise CompileError(f"job '{j.name}': op '{o.name}' ({o.op_type}) is not "
-                                   "supported in a multi-job plan")
         infer_job(j)
         assigned = [j.op(o.inputs["ref"]).name for o in j.ops if o.op_type == "assign"]
         twice = sorted({v for v in assigned if assigned.count(v) > 1})
