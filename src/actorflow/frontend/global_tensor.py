@@ -29,14 +29,11 @@ class EagerGlobalTensor(TensorMethods, GlobalTensor):
 
     __slots__ = ("_ag",)
 
-    def _swap_data(self, other: EagerGlobalTensor) -> None:
+    def _swap_data(self, other: Any) -> None:
         """Take ``other``'s value (its local part); ``other`` gets this one's."""
         if (other.placement, other.sbp) != (self.placement, self.sbp):
             other = other.to_global(self.placement, self.sbp)
         self._local, other._local = other._local, self._local
-
-    def to_global(self, placement: Any = None, sbp: Any = None) -> Any:
-        return EAGER_GLOBAL.to_global(self, placement, None if sbp is None else as_sbp(sbp))
 
 
 def _sbp_of(code: str) -> Any:
