@@ -1,5 +1,5 @@
 """Eager mode: what an op costs through the VM, side by side with numpy (and torch's CPU
-eager mode when it is installed), for both schedulers (``thread``: the seed's scheduler
+eager mode when it is installed), for both schedulers (``thread``: seed 000's scheduler
 thread; ``inline``: dependencies linked by the issuing thread).
 
 1. tiny ops: ``y = y + 1.0`` on a 4-element float32 tensor, N times, then ``af.sync()``:

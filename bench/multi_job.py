@@ -37,7 +37,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _util import Report, bench_args, median_of
 
 import actorflow as af
-from actorflow.job_session import cluster_job_session
 
 
 def lone_job(name: str = "lone", size: int = 0) -> af.Job:
@@ -106,7 +105,7 @@ def switch_overhead(requests: int, repeats: int, size: int) -> list[list]:
 def concurrency(unit: str, size: int, requests: int, repeats: int) -> list:
     plan = af.compile(side_jobs(size), machines=2)
     feeds = {"x": np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)}
-    s = af.Session(plan) if unit == "thread" else cluster_job_session(plan, unit="process")
+    s = af.Session(plan) if unit == "thread" else af.ClusterSession(plan, unit="process")
     with s:
         for job in ("A", "B"):
             s.run(job, feeds)

@@ -1,5 +1,10 @@
 """One small exception hierarchy for everything actorflow raises on purpose.
 
+Errors that OneFlow raises as built-in exceptions subclass those too, keeping their names
+(``OpError`` is a ``RuntimeError``, ``DimensionError`` an ``IndexError``, ``UsageError`` a
+``ValueError`` and a ``RuntimeError``, ``ArgumentTypeError`` a ``TypeError``), so code
+written for OneFlow (``except RuntimeError``) catches them (``docs/oneflow.md``).
+
 Every error names the thing it is about (file, task, op, regst desc, address) so the
 message alone tells the user what to fix.  Causes are chained with ``raise ... from``.
 Two branches say whose the problem is:
@@ -12,9 +17,9 @@ Two branches say whose the problem is:
 ```
 ActorflowError
   InputError      PlanError (PlanLoadError, PlanValidationError), CompileError,
-                  UsageError, ArgumentTypeError, OpError, RegistryError (UnknownOpError),
-                  ProtocolError, MalformedMessage, ConsistencyError, DeviceError, TraceError,
-                  AutogradError
+                  UsageError, ArgumentTypeError, OpError (DimensionError), RegistryError
+                  (UnknownOpError), ProtocolError, MalformedMessage, ConsistencyError,
+                  DeviceError, TraceError, AutogradError
   RunError        KernelError, EagerKernelError, JobRunError, WaitTimeout (StallError),
                   SessionClosed, TransportError (CommClosed, UnitLost), LaunchError,
                   CollectiveError (RankLost), InternalError
@@ -50,11 +55,11 @@ class PlanValidationError(PlanError):
     """A plan that breaks one of the rules of ``Plan.validate``."""
 
 
-class CompileError(InputError):
+class CompileError(InputError, RuntimeError):
     """A job that cannot be lowered into a plan (shape mismatch, bad SBP, ...)."""
 
 
-class UsageError(InputError, ValueError):
+class UsageError(InputError, ValueError, RuntimeError):
     """A bad value given to a public API (placement ranks, SBP axis, job settings)."""
 
 
@@ -62,7 +67,7 @@ class ArgumentTypeError(InputError, TypeError):
     """An argument of the wrong type (functional op signatures, placement, SBP)."""
 
 
-class OpError(InputError):
+class OpError(InputError, RuntimeError):
     """An op type, attribute or input that the op definition rejects."""
 
 
@@ -77,7 +82,7 @@ class MalformedMessage(InputError):
     authenticated run (only holders of the run's key can send) it fails the run."""
 
 
-class KernelError(RunError):
+class KernelError(RunError, RuntimeError):
     """A kernel raised while an actor acted; carries where it happened."""
 
     def __init__(
@@ -185,7 +190,7 @@ class UnknownOpError(OpError, RegistryError):
     """An op type that no op definition registered (an ``OpError`` where ops are checked)."""
 
 
-class CollectiveError(RunError):
+class CollectiveError(RunError, RuntimeError):
     """A collective could not complete: a rank died, left, or sent what was not expected."""
 
 
@@ -197,11 +202,11 @@ class RankLost(CollectiveError):
         super().__init__(message)
 
 
-class ConsistencyError(InputError):
+class ConsistencyError(InputError, RuntimeError):
     """Ranks disagree on what should be the same global tensor (meta or data); names them."""
 
 
-class EagerKernelError(RunError):
+class EagerKernelError(RunError, RuntimeError):
     """The kernel of an eagerly issued op failed on its stream; surfaces at the next wait
     (``.numpy()``, ``af.sync()``, printing) naming the op and the user's file:line."""
 
@@ -219,7 +224,7 @@ class EagerKernelError(RunError):
         super().__init__(msg)
 
 
-class DeviceError(InputError):
+class DeviceError(InputError, RuntimeError):
     """No usable device: CuPy missing (names the extra to install), a device index past the
     devices this machine has, a device type that is not known."""
 
@@ -227,3 +232,7 @@ class DeviceError(InputError):
 class AutogradError(InputError, RuntimeError):
     """``backward()`` cannot proceed: an op with no gradient rule, a gradient whose shape is
     not its tensor's, a graph already freed, a root that does not require grad."""
+
+
+class DimensionError(OpError, IndexError):
+    """A dimension or index out of range (OneFlow raises ``IndexError``); names the range."""

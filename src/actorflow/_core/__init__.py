@@ -10,7 +10,8 @@ Python runtime runs every contract test too.  ``ACTORFLOW_CORE`` chooses:
 - ``native``: the same, and the warning says the request could not be met;
 - ``python``: the Python reference core, no warning.
 
-This package imports nothing of actorflow but ``errors`` (DESIGN.md's arrows).
+This package imports nothing of actorflow but ``errors`` (docs/architecture.md, "Packages
+and arrows").
 """
 
 from __future__ import annotations

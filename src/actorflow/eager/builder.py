@@ -1,6 +1,6 @@
 """The instructions builder: turns one eager call into instructions, then hands them over.
 
-Like the seed's ``PhysicalRun``: a caller appends instructions (a kernel call, a copy
+Like seed 000's ``PhysicalRun``: a caller appends instructions (a kernel call, a copy
 between devices, a release) to a builder, and ``submit`` gives the whole list to the VM
 at once, so one call's instructions enter the scheduler together and in order.
 """

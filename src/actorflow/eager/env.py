@@ -1,4 +1,4 @@
-"""The process-wide eager environment (the seed's ``Global<T>`` singletons).
+"""The process-wide eager environment (seed 000's ``Global<T>`` singletons).
 
 ``get_env()`` creates it on first use: the virtual machine (streams, workers, scheduler)
 and, with ``ACTORFLOW_EAGER_TRACE=DIR``, a trace recorder.  At interpreter exit it is torn

@@ -15,7 +15,9 @@ from actorflow.eager.tensor import LocalTensor
 from actorflow.errors import UsageError
 from actorflow.frontend import signature
 from actorflow.frontend.dispatch import register_interpreter
+from actorflow.frontend.size import Size
 from actorflow.frontend.tensor import TensorMethods
+from actorflow.kernels.dtype import DTYPES, DType
 
 
 class EagerTensor(TensorMethods, LocalTensor):
@@ -30,6 +32,14 @@ class EagerTensor(TensorMethods, LocalTensor):
             raise UsageError(f"cannot set a tensor on {self.device} to a value on "
                              f"{other.device}")
         self._blob, other._blob = other._blob, self._blob
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._blob.shape)
+
+    @property
+    def dtype(self) -> DType:
+        return DTYPES[self._blob.dtype]
 
 
 EAGER_LOCAL = register_interpreter("eager.local", EagerLocalInterpreter(EagerTensor))

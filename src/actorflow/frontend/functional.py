@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from actorflow.errors import AutogradError, CompileError, UsageError
+from actorflow.errors import AutogradError, CompileError, DimensionError, UsageError
 from actorflow.frontend import dispatch
 from actorflow.frontend.dispatch import interpreter_for
 from actorflow.frontend.dispatch import op_expr as E
 from actorflow.frontend.fastpath import Direct
+from actorflow.frontend.namespace import ALIASES, attach_method
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
 from actorflow.frontend.signature import (
@@ -28,9 +29,28 @@ from actorflow.frontend.signature import (
     register_type,
 )
 from actorflow.kernels.grad import register_grad
+from actorflow.registry import Registry
 
 if TYPE_CHECKING:
     from actorflow.frontend.tensor import Tensor
+
+
+
+def _load_op_modules() -> None:
+    """Every ``frontend/functional_*.py`` declares more ops: import them all on the first
+    look-up, so a new module of ops needs no list to join (``af.<op>``, ``dir``, tests)."""
+    import importlib
+    import pkgutil
+
+    import actorflow.frontend as pkg
+
+    for m in pkgutil.iter_modules(pkg.__path__):
+        if m.name.startswith("functional_"):
+            importlib.import_module(f"actorflow.frontend.{m.name}")
+
+
+# every op declared with ``define``, by name: ``af.<name>`` and tensor methods come from here
+OPS: Registry[FunctionalOp] = Registry("functional op", loader=_load_op_modules)
 
 
 def _placement_arg(v: Any) -> Placement:
@@ -68,8 +88,21 @@ def _finalize(bound: dict) -> dict:
     return {k: fix(v) for k, v in bound.items()}
 
 
-def define(name: str, overloads: list[tuple[str, Callable[..., Any]]], doc: str = "") -> Any:
-    return FunctionalOp(name, overloads, _finalize, doc)
+def define(name: str, overloads: list[tuple[str, Callable[..., Any]]], doc: str = "",
+           method: bool | None = None) -> Any:
+    """Declare the functional op ``name``: registered (so it is ``af.<name>``), and a tensor
+    method where OneFlow's Tensor has one of that name (``method`` overrides: True makes
+    one, False none; ``frontend/namespace.py``)."""
+    op = FunctionalOp(name, overloads, _finalize, doc)
+    OPS.register(name, op)
+    attach_method(name, op, method)
+    return op
+
+
+def lookup(name: str) -> FunctionalOp | None:
+    """The functional op called ``name`` (or one of OneFlow's aliases of it), else None."""
+    name = ALIASES.get(name, name)
+    return OPS.get(name) if name in OPS else None
 
 
 def _no_inplace(name: str, inplace: bool) -> None:
@@ -194,8 +227,11 @@ def _swap(x: Tensor, dim0: int, dim1: int) -> Tensor:
     try:
         perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
     except IndexError:
-        raise CompileError(f"transpose(): dims ({dim0}, {dim1}) are out of range for a tensor "
-                           f"of rank {x.ndim} {x.shape}") from None
+        n = max(x.ndim, 1)
+        raise DimensionError(f"transpose(): dims ({dim0}, {dim1}) are out of range for a "
+                             f"tensor of rank {x.ndim} {x.shape}: Dimension out of range "
+                             f"(expected to be in range of [{-n}, {n - 1}], but got "
+                             f"{dim0 if not -n <= dim0 < n else dim1})") from None
     return _E_TRANSPOSE({"in": x}, {"perm": perm})
 
 
@@ -204,6 +240,22 @@ transpose = define("transpose", [
     ("Tensor (Tensor x, IntList? perm=None)",
      lambda x, perm: _E_TRANSPOSE({"in": x}, {"perm": None if perm is None else list(perm)})),
 ])
+
+
+def _permute(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    n = x.ndim
+    if len(dims) != n:
+        raise CompileError(f"permute(): number of dims don't match in permute: {len(dims)} dims "
+                           f"{list(dims)} for a tensor of rank {n} {tuple(x.shape)}")
+    for d in dims:
+        if not -max(n, 1) <= d < max(n, 1):
+            raise DimensionError(f"permute(): Dimension out of range (expected to be in range "
+                                 f"of [{-max(n, 1)}, {max(n, 1) - 1}], but got {d})")
+    return _E_TRANSPOSE({"in": x}, {"perm": [d % max(n, 1) for d in dims]})
+
+
+permute = define("permute", [("Tensor (Tensor x, IntList dims)", _permute)],
+                 "the axes of input in the order dims")
 
 
 def _concat(tensors: list[Tensor], dim: int = 0) -> Tensor:
@@ -263,6 +315,38 @@ assign = define("assign", [("Tensor (Tensor ref, Tensor value)", _assign),
                 "write value into variable ref (applied in piece order); returns the new "
                 "value")
 
-__all__ = ["add", "assign", "bias_add", "cast", "concat", "div", "exp", "identity", "matmul",
-           "maximum", "mean", "minimum", "mul", "neg", "pow", "relu", "reshape", "softmax", "sub",
-           "sum", "tanh", "to_global", "transpose"]
+__all__ = [
+    "add",
+    "assign",
+    "bias_add",
+    "cast",
+    "concat",
+    "div",
+    "exp",
+    "identity",
+    "matmul",
+    "maximum",
+    "mean",
+    "minimum",
+    "mul",
+    "neg",
+    "permute",
+    "pow",
+    "relu",
+    "reshape",
+    "softmax",
+    "sub",
+    "sum",
+    "tanh",
+    "to_global",
+    "transpose",
+]
+
+
+def __getattr__(name: str) -> FunctionalOp:
+    """Ops declared in the other ``functional_*.py`` modules are attributes here too
+    (``F.sigmoid``), found in the registry."""
+    op = lookup(name) if not name.startswith("_") else None
+    if op is None:
+        raise AttributeError(f"module 'actorflow.functional' has no attribute {name!r}")
+    return op

@@ -13,18 +13,26 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from actorflow.frontend import functional as F
 from actorflow.frontend import functional_nn as FN
 from actorflow.frontend.autograd.tensor_api import AutogradMethods
+from actorflow.frontend.namespace import set_method_owner
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel
 from actorflow.frontend.signature import set_tensor_types
+from actorflow.frontend.size import Size
+from actorflow.frontend.tensor_api import OneFlowTensorAPI
+from actorflow.kernels.dtype import as_dtype
 
 if TYPE_CHECKING:
     from actorflow.frontend.job import Job
 
 
-class TensorMethods(AutogradMethods):
-    """Operators and methods shared by lazy and eager tensors (all through functional)."""
+class TensorMethods(OneFlowTensorAPI, AutogradMethods):
+    """Operators and methods shared by lazy and eager tensors (all through functional).
+
+    ``af.Tensor`` is this class: every tensor is an instance, and calling it makes one
+    (``tensor_api.py``)."""
 
     __slots__ = ()
+    _user_constructor = True  # TensorMethods(...) is af.Tensor(...); subclasses construct
 
     # -- operators (all through functional) ------------------------------------------------
     def __add__(self, o: Any) -> Tensor:
@@ -129,8 +137,8 @@ class Tensor(TensorMethods):
                  placement: Placement, sbp: SbpParallel | None = None) -> None:
         self.job = job
         self.name = name
-        self.shape = shape
-        self.dtype = dtype
+        self.shape = Size(shape)
+        self.dtype = as_dtype(dtype)
         self.placement = placement
         self.sbp = sbp  # fixed by the job (inputs, variables, to_global); else the compiler's
 
@@ -150,4 +158,10 @@ class Tensor(TensorMethods):
         raise TypeError("lazy tensors are not picklable")
 
 
+def is_tensor(obj: Any) -> bool:
+    """Whether ``obj`` is an actorflow tensor (lazy, eager local or eager global)."""
+    return isinstance(obj, TensorMethods)
+
+
 set_tensor_types(TensorMethods)  # functional's signatures accept these (imports stay one-way)
+set_method_owner(TensorMethods)  # ops declared so far (and later) become tensor methods

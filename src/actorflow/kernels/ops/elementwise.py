@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from actorflow.errors import OpError
+from actorflow.kernels import dtype as dt
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad, sum_to
-from actorflow.kernels.ops._infer import broadcast_shape, result_dtype, same
+from actorflow.kernels.ops._infer import broadcast_shape, same
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -23,12 +22,18 @@ from actorflow.kernels.registry import (
 )
 
 
-def _unary(op_type: str, fn_name: str, doc: str) -> None:
-    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        getattr(ctx.xp, fn_name)(ins["in"], out=outs["out"])
+def _floating(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
+    d = ins["in"]
+    return {"out": BlobDesc(d.shape, dt.floating(d.dtype))}
 
-    register_op(OpDef(op_type, ("in",), lambda ins, a: same(ins["in"]), kernel, doc=doc,
-                      ufunc=(fn_name, "t")))
+
+def _unary(op_type: str, fn_name: str, doc: str, floating: bool = False) -> None:
+    """``floating``: integers and bools give float32 (exp, tanh: OneFlow's rule)."""
+    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
+        getattr(ctx.xp, fn_name)(ins["in"], out=outs["out"], casting="unsafe")
+
+    infer = _floating if floating else (lambda ins, a: same(ins["in"]))
+    register_op(OpDef(op_type, ("in",), infer, kernel, doc=doc, ufunc=(fn_name, "t")))
 
 
 def _identity_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
@@ -43,8 +48,8 @@ register_op(OpDef("identity", ("in",), lambda ins, a: same(ins["in"]), _identity
 register_op(OpDef("relu", ("in",), lambda ins, a: same(ins["in"]), _relu_kernel,
                   ufunc=("maximum", "t0")))
 _unary("neg", "negative", "-x")
-_unary("exp", "exp", "e**x")
-_unary("tanh", "tanh", "tanh(x)")
+_unary("exp", "exp", "e**x", floating=True)
+_unary("tanh", "tanh", "tanh(x)", floating=True)
 
 BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
           "pow": "power", "maximum": "maximum", "minimum": "minimum"}
@@ -53,9 +58,9 @@ BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divid
 def _binary_infer(op_type: str) -> InferFn:
     def infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
         a, b = ins["a"], ins["b"]
-        dtype = result_dtype(a.dtype, b.dtype)
-        if op_type == "div" and np.dtype(dtype).kind in "iub":
-            dtype = "float64"
+        dtype = dt.binary(a.dtype, len(a.shape), b.dtype, len(b.shape))
+        if op_type in ("div", "pow"):  # true division; pow of two tensors (OneFlow)
+            dtype = dt.floating(dtype)
         return {"out": BlobDesc(broadcast_shape(a.shape, b.shape), dtype)}
     return infer
 
@@ -76,11 +81,9 @@ def _scalar_infer(op_type: str) -> InferFn:
         s = attrs["scalar"]
         if not isinstance(s, (int, float, bool)):
             raise OpError(f"attr 'scalar' must be a number, got {type(s).__name__}")
-        dtype = d.dtype
-        if isinstance(s, float) and np.dtype(dtype).kind in "iub":
-            dtype = "float64"
-        if op_type in ("scalar_div", "scalar_rdiv") and np.dtype(dtype).kind in "iub":
-            dtype = "float64"
+        dtype = dt.with_scalar(d.dtype, dt.scalar_category(s))
+        if op_type in ("scalar_div", "scalar_rdiv"):
+            dtype = dt.floating(dtype)
         return {"out": BlobDesc(d.shape, dtype)}
     return infer
 
@@ -112,7 +115,10 @@ def _add_n_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     for d in descs[1:]:
         if d.shape != shape:
             raise OpError(f"all inputs must have one shape, got {[x.shape for x in descs]}")
-    return {"out": BlobDesc(shape, result_dtype(*[d.dtype for d in descs]))}
+    dtype = descs[0].dtype
+    for d in descs[1:]:
+        dtype = dt.promote(dtype, d.dtype)
+    return {"out": BlobDesc(shape, dtype)}
 
 
 def _add_n_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
+from actorflow.kernels.dtype import floating
 from actorflow.kernels.grad import register_grad
 from actorflow.kernels.ops._infer import norm_axis, result_dtype
 from actorflow.kernels.ops.batched import matmul_grads
@@ -52,7 +53,7 @@ def _bias_add_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs
 def _softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     norm_axis(int(attrs.get("axis", -1)), len(d.shape))
-    dtype = d.dtype if d.dtype.startswith("float") else "float64"
+    dtype = floating(d.dtype)
     return {"out": BlobDesc(d.shape, dtype)}
 
 

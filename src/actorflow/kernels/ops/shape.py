@@ -26,7 +26,9 @@ def _reshape_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
             raise OpError(f"cannot reshape {d.shape} into {tuple(shape)}")
         shape[shape.index(-1)] = total // rest
     if math.prod(shape) != total:
-        raise OpError(f"cannot reshape {d.shape} ({total} elements) into {tuple(shape)}")
+        raise OpError(f"cannot reshape {d.shape} ({total} elements) into {tuple(shape)}: "
+                      f"shape '({','.join(map(str, shape))})' is invalid for input of size "
+                      f"{total}")
     return {"out": BlobDesc(tuple(shape), d.dtype)}
 
 
@@ -118,8 +120,10 @@ def _reduce_infer(ins: Blobs, attrs: Attrs, mean: bool = False) -> dict[str, Blo
     shape = [1 if i in axes else s for i, s in enumerate(d.shape)] if keepdims else [
         s for i, s in enumerate(d.shape) if i not in axes]
     dtype = d.dtype
-    if mean and np.dtype(dtype).kind in "iub":
-        dtype = "float64"
+    if np.dtype(dtype).kind in "iub":
+        if mean:  # OneFlow: "Can only calculate the mean of floating types."
+            raise OpError(f"can only calculate the mean of floating types, not {dtype}")
+        dtype = "int64"  # sums of integers and bools are int64 (OneFlow, torch)
     return {"out": BlobDesc(tuple(shape), dtype)}
 
 
