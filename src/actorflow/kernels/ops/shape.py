@@ -19,7 +19,10 @@ def _reshape_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     shape = [int(x) for x in attrs["shape"]]
     total = math.prod(d.shape)
     if shape.count(-1) > 1:
-        raise OpError(f"shape {shape} has more than one -1")
+        raise OpError(f"shape {shape} has more than one -1: only one dimension can be inferred")
+    bad = [x for x in shape if x < -1]
+    if bad:
+        raise OpError(f"shape {shape}: Invalid shape dimension {bad[0]}")
     if -1 in shape:
         rest = math.prod(x for x in shape if x != -1)
         if rest == 0 or total % rest:
