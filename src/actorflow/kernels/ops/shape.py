@@ -125,7 +125,7 @@ def _reduce_infer(ins: Blobs, attrs: Attrs, mean: bool = False) -> dict[str, Blo
     dtype = d.dtype
     if np.dtype(dtype).kind in "iub":
         if mean:  # OneFlow: "Can only calculate the mean of floating types."
-            raise OpError(f"can only calculate the mean of floating types, not {dtype}")
+            raise OpError(f"Can only calculate the mean of floating types, not {dtype}")
         dtype = "int64"  # sums of integers and bools are int64 (OneFlow, torch)
     return {"out": BlobDesc(tuple(shape), dtype)}
 
