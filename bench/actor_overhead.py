@@ -6,6 +6,7 @@ threads.  The baseline calls the very same kernel functions in a plain Python lo
 ``overhead/act = (runtime time - baseline time) / acts`` is what the actor machinery costs.
 
     python bench/actor_overhead.py [--pieces 20000] [--repeats 5] [--profile]
+                                   [--quick] [--json OUT.jsonl]
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np
-from _util import median_of, print_table
+from _util import Report, bench_args, median_of
 
 import actorflow as af
 from actorflow.kernels import KernelContext, get_op
@@ -87,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--chain", type=int, nargs="*", default=[1, 4, 16])
     ap.add_argument("--profile", action="store_true", help="cProfile one 1-thread run")
-    args = ap.parse_args(argv)
+    args = bench_args(ap, "500 pieces, chains of 1 and 4").parse_args(argv)
+    if args.quick:
+        args.pieces, args.repeats, args.chain = 500, 1, [1, 4]
     n = args.pieces
     if args.profile:
         profile_one_unit(n)
@@ -106,13 +109,16 @@ def main(argv: list[str] | None = None) -> int:
                 cpu = statistics.median(r[1] for r in runs)
                 rows.append([k + 1, threads, rn, acts, acts / t, acts / cpu, acts / base,
                              t / base, (t - base) / acts * 1e6, (cpu - base) / acts * 1e6])
-    print_table(
+    Report(__file__, args).table(
+        "overhead",
         f"Actor overhead: {n} pieces, empty kernels (identity on a (1,) float32), "
         f"median of {args.repeats}",
         ["actors", "threads", "register_num", "acts", "acts/s (wall)", "acts per CPU s",
          "direct calls/s",
          "time ratio (runtime/direct)", "overhead us/act (wall)",
-         "overhead us/act (CPU)"], rows)
+         "overhead us/act (CPU)"], rows,
+        figure="acts/s (wall)", unit="acts/s", baseline="direct calls/s",
+        ratio="time ratio (runtime/direct)", keys=["actors", "threads", "register_num"])
     return 0
 
 

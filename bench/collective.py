@@ -1,6 +1,7 @@
 """Collectives: actorflow's process group vs the transport's bound vs torch.distributed gloo.
 
-    python bench/collective.py [--quick] [--repeats 5] [--rounds 2]
+    python bench/collective.py [--repeats 5] [--rounds 2] [--procs 2,4]
+                               [--quick] [--json OUT.jsonl]
 
 Each side runs as real processes under ``flowlaunch --nproc-per-node N`` (the path a user
 runs): actorflow through ``af.env.process_group``, gloo through ``torch.distributed`` with
@@ -33,10 +34,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import print_table
+from _util import Report, bench_args
 
 SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
-QUICK = [4 << 10, 1 << 20, 64 << 20]
+QUICK = [4 << 10, 64 << 10]
 OPS = ["all_reduce", "all_gather", "reduce_scatter"]
 P2P_BYTES = 64 << 20
 
@@ -46,7 +47,7 @@ def _reps(nbytes: int, repeats: int) -> int:
 
 
 # -- workers (one per rank, under flowlaunch) ---------------------------------------------
-def worker_actorflow(sizes: list[int], repeats: int) -> dict:
+def worker_actorflow(sizes: list[int], repeats: int, p2p_bytes: int = P2P_BYTES) -> dict:
     import actorflow as af
 
     g = af.env.process_group
@@ -56,7 +57,7 @@ def worker_actorflow(sizes: list[int], repeats: int) -> dict:
         "all_gather": lambda x: g.all_gather(x[: x.size // n]),
         "reduce_scatter": lambda x: g.reduce_scatter(x),
     }
-    out: dict = {"p2p_bytes_per_s": _p2p(g)}  # every rank takes part (barriers)
+    out: dict = {"p2p_bytes_per_s": _p2p(g, p2p_bytes)}  # every rank takes part (barriers)
     for op in OPS:
         for nbytes in sizes:
             x = np.ones(nbytes // 4, np.float32)
@@ -66,32 +67,33 @@ def worker_actorflow(sizes: list[int], repeats: int) -> dict:
     return out
 
 
-def _p2p(g) -> float:
-    """Bytes/s of one 64 MiB transfer rank 0 -> rank 1 on the collective mesh (median of 3)."""
+def _p2p(g, nbytes: int = P2P_BYTES) -> float:
+    """Bytes/s of one ``nbytes`` (64 MiB) transfer rank 0 -> rank 1 on the collective mesh
+    (median of 3)."""
     ch, chunk = g.channel, g.chunk_bytes
-    buf = np.ones(P2P_BYTES, np.uint8)
+    buf = np.ones(nbytes, np.uint8)
     speeds = []
     for rep in range(4):
         g.barrier()
         t0 = time.perf_counter()
         if g.rank == 0:
-            for c in range(0, P2P_BYTES, chunk):
+            for c in range(0, nbytes, chunk):
                 ch.send(1, ("p2p", rep, c), [buf[c:c + chunk]])
             ch.recv(1, ("p2p", rep, -1), watch=(1,), deadline=time.monotonic() + 60,
                     what="p2p bench ack")
         elif g.rank == 1:
-            for c in range(0, P2P_BYTES, chunk):
+            for c in range(0, nbytes, chunk):
                 _, frames = ch.recv(0, ("p2p", rep, c), watch=(0,),
                                     deadline=time.monotonic() + 60, what="p2p bench")
                 buf[c:c + chunk] = np.frombuffer(frames[0].buffer, np.uint8)
             ch.send(0, ("p2p", rep, -1))
         if rep:
-            speeds.append(P2P_BYTES / (time.perf_counter() - t0))
+            speeds.append(nbytes / (time.perf_counter() - t0))
     g.barrier()
     return statistics.median(speeds) if g.rank in (0, 1) else 0.0
 
 
-def worker_gloo(sizes: list[int], repeats: int) -> dict:
+def worker_gloo(sizes: list[int], repeats: int, p2p_bytes: int = P2P_BYTES) -> dict:
     import torch
     import torch.distributed as dist
 
@@ -143,11 +145,12 @@ def _timed(fn, barrier, exchange, reps: int) -> float:
 
 
 # -- driver -------------------------------------------------------------------------------
-def launch(side: str, n: int, sizes: list[int], repeats: int) -> dict:
+def launch(side: str, n: int, sizes: list[int], repeats: int,
+           p2p_bytes: int = P2P_BYTES) -> dict:
     worker = "gloo" if side == "gloo" else "actorflow"
     cmd = [sys.executable, "-m", "actorflow.launcher.cli", "--nproc-per-node", str(n),
            "--master-port", "0", __file__, "--worker", worker, "--repeats", str(repeats),
-           "--sizes", ",".join(map(str, sizes))]
+           "--sizes", ",".join(map(str, sizes)), "--p2p-bytes", str(p2p_bytes)]
     env = dict(os.environ, OMP_NUM_THREADS="1",
                ACTORFLOW_COLLECTIVE_SHM="0" if side == "ring" else "1")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
@@ -163,21 +166,24 @@ def human(nbytes: int) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="4 KiB, 1 MiB and 64 MiB only")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--rounds", type=int, default=2, help="alternating launches per side")
     p.add_argument("--procs", default="2,4")
     p.add_argument("--worker", choices=["actorflow", "gloo"], help=argparse.SUPPRESS)
     p.add_argument("--sizes", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    p.add_argument("--p2p-bytes", type=int, default=P2P_BYTES, help=argparse.SUPPRESS)
+    args = bench_args(p, "2 processes, 4 and 64 KiB, 1 MiB point-to-point").parse_args()
     if args.worker:
         sizes = [int(s) for s in args.sizes.split(",")]
         fn = worker_actorflow if args.worker == "actorflow" else worker_gloo
-        res = fn(sizes, args.repeats)
+        res = fn(sizes, args.repeats, args.p2p_bytes)
         if int(os.environ.get("RANK", "0")) == 0:
             print("RESULT " + json.dumps(res), flush=True)
         return
-    sizes = QUICK if args.quick else SIZES
+    sizes = SIZES
+    if args.quick:
+        sizes, args.procs, args.rounds, args.repeats, args.p2p_bytes = QUICK, "2", 1, 1, 1 << 20
+    report = Report(__file__, args)
     try:
         import torch  # noqa: F401
         sides = ["actorflow", "ring", "gloo"]
@@ -188,7 +194,7 @@ def main() -> None:
         runs: dict[str, list[dict]] = {s: [] for s in sides}
         for _ in range(args.rounds):
             for side in sides:
-                runs[side].append(launch(side, n, sizes, args.repeats))
+                runs[side].append(launch(side, n, sizes, args.repeats, args.p2p_bytes))
         bw = statistics.median(r["p2p_bytes_per_s"] for r in runs["actorflow"] + runs["ring"])
         rows = []
         for op in OPS:
@@ -199,14 +205,17 @@ def main() -> None:
                 bound = factor * nbytes / bw
                 gl = [r[f"{op} {nbytes}"] for r in runs.get("gloo", [])]
                 gl_t = statistics.median(gl) if gl and None not in gl else None
-                rows.append([op, human(nbytes), af_t * 1e3, ring_t * 1e3, bound * 1e3,
-                             bound / af_t, bound / ring_t, "-" if gl_t is None else gl_t * 1e3,
-                             "-" if gl_t is None else gl_t / af_t,
-                             "-" if gl_t is None else gl_t / ring_t])
-        print_table(f"{n} processes; point-to-point {bw / 1e9:.2f} GB/s on the mesh "
-                    f"(median of {args.rounds} launches x {args.repeats} repeats)",
-                    ["op", "bytes", "actorflow ms", "ring ms", "bound ms", "x bound",
-                     "ring x bound", "gloo ms", "x gloo", "ring x gloo"], rows)
+                nan = float("nan")
+                rows.append([n, op, human(nbytes), af_t * 1e3, ring_t * 1e3, bound * 1e3,
+                             bound / af_t, bound / ring_t, nan if gl_t is None else gl_t * 1e3,
+                             nan if gl_t is None else gl_t / af_t,
+                             nan if gl_t is None else gl_t / ring_t])
+        report.table("collectives", f"{n} processes; point-to-point {bw / 1e9:.2f} GB/s on "
+                     f"the mesh (median of {args.rounds} launches x {args.repeats} repeats)",
+                     ["processes", "op", "bytes", "actorflow ms", "ring ms", "bound ms",
+                      "x bound", "ring x bound", "gloo ms", "x gloo", "ring x gloo"], rows,
+                     figure="actorflow ms", unit="ms", baseline="bound ms", ratio="x bound",
+                     keys=["processes", "op", "bytes"])
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Compile speed along two axes: job size (ops) and cluster size (ranks).
 
     python bench/compile.py                 # both tables, medians of 3 repeats
-    python bench/compile.py --quick         # 1 repeat, smaller sizes
+    python bench/compile.py --quick         # seconds: 1 repeat, small sizes
     python bench/compile.py --only ranks    # one table (ops | ranks)
+    python bench/compile.py --json OUT.jsonl   # also one JSON line per row
 
 Ops axis: a job of N ops is a stack of data-parallel layers on 2 machines x 2 devices
 (input split over 4 ranks, weights broadcast, matmul + bias + activation), with an SBP
@@ -22,8 +23,13 @@ Phases timed separately: tracing (Python API -> job), compiling (job -> Plan), v
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _util import Report, bench_args
 
 import actorflow as af
 import actorflow.functional as F
@@ -88,30 +94,25 @@ def _medians(build, machines: int, devices: int, repeats: int) -> dict:
     return {k: _median([r[k] for r in runs]) for k in runs[0]}
 
 
-def _print(title: str, head: list[str], rows: list[list[str]]) -> None:
-    print(f"\n{title}\n")
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
-
-
-def ops_table(sizes: list[int], repeats: int) -> None:
+def ops_table(report: Report, sizes: list[int], repeats: int) -> None:
     rows = []
     for n in sizes:
         med = _medians(lambda n=n: build_job(n), MACHINES, DEVICES, repeats)
         total = med["total"]
-        rows.append([f"{n:,}", f"{int(med['tasks']):,}", f"{med['trace']:.3f}",
-                     f"{med['compile']:.3f}", f"{med['rules']:.3f}", f"{med['dry_run']:.3f}",
-                     f"{total:.3f}", f"{med['tasks'] / med['compile']:,.0f}",
-                     f"{med['tasks'] / total:,.0f}", f"{5.0 / total:.1f}x"])
-    _print(f"ops axis: {MACHINES} machines x {DEVICES} devices, medians of {repeats}",
-           ["ops", "tasks", "trace s", "compile s", "validate rules s", "dry run s",
-            "af.compile (validated) s", "tasks/s (compile)", "tasks/s (compile+validate)",
-            "vs 5 s goal"], rows)
+        rows.append([n, int(med["tasks"]), med["trace"], med["compile"], med["rules"],
+                     med["dry_run"], total, med["tasks"] / med["compile"],
+                     med["tasks"] / total, 5.0 / total])
+    report.table("ops", f"ops axis: {MACHINES} machines x {DEVICES} devices, medians of "
+                 f"{repeats}",
+                 ["ops", "tasks", "trace s", "compile s", "validate rules s", "dry run s",
+                  "af.compile (validated) s", "tasks/s (compile)",
+                  "tasks/s (compile+validate)", "vs 5 s goal (x)"], rows,
+                 figure="af.compile (validated) s", unit="s", ratio="vs 5 s goal (x)",
+                 keys=["ops", "tasks"])
 
 
-def ranks_table(machine_counts: list[int], repeats: int, devices: int = 8) -> None:
+def ranks_table(report: Report, machine_counts: list[int], repeats: int,
+                devices: int = 8) -> None:
     rows = []
     base = base_cpu = None  # seconds per task of the smallest cluster: the baseline
     for m in machine_counts:
@@ -119,29 +120,30 @@ def ranks_table(machine_counts: list[int], repeats: int, devices: int = 8) -> No
         total = med["total"]
         per_task, per_task_cpu = total / med["tasks"], med["cpu"] / med["tasks"]
         base, base_cpu = base or per_task, base_cpu or per_task_cpu
-        rows.append([f"{m:,} x {devices}", f"{m * devices:,}", f"{int(med['tasks']):,}",
-                     f"{med['compile']:.3f}", f"{med['rules']:.3f}", f"{med['dry_run']:.3f}",
-                     f"{total:.3f}", f"{med['cpu']:.3f}", f"{per_task * 1e6:,.0f}",
-                     f"{per_task / base:.2f}", f"{per_task_cpu / base_cpu:.2f}",
-                     f"{10.0 / total:.1f}x"])
-    _print(f"ranks axis: the data-parallel layer, medians of {repeats}; baseline: time per "
-           f"task at {machine_counts[0] * devices:,} ranks",
-           ["machines", "ranks", "tasks", "compile s", "validate rules s", "dry run s",
-            "af.compile (validated) s", "its CPU s", "us per task",
-            "per task vs baseline (goal <= 2)", "same, CPU time", "vs 10 s goal"], rows)
+        rows.append([f"{m:,} x {devices}", m * devices, int(med["tasks"]), med["compile"],
+                     med["rules"], med["dry_run"], total, med["cpu"], per_task * 1e6,
+                     base * 1e6, per_task / base, per_task_cpu / base_cpu, 10.0 / total])
+    report.table("ranks", f"ranks axis: the data-parallel layer, medians of {repeats}; "
+                 f"baseline: time per task at {machine_counts[0] * devices:,} ranks",
+                 ["machines", "ranks", "tasks", "compile s", "validate rules s", "dry run s",
+                  "af.compile (validated) s", "its CPU s", "us per task",
+                  "baseline us per task", "per task vs baseline (goal <= 2)",
+                  "same, CPU time", "vs 10 s goal (x)"], rows,
+                 figure="us per task", unit="us/task", baseline="baseline us per task",
+                 ratio="per task vs baseline (goal <= 2)", keys=["machines", "ranks", "tasks"])
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="1 repeat, smaller sizes")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", choices=["ops", "ranks"], help="one table only")
-    args = ap.parse_args(argv)
+    args = bench_args(ap, "100 and 300 ops, 4 and 8 machines").parse_args(argv)
     repeats = 1 if args.quick else args.repeats
+    report = Report(__file__, args)
     if args.only in (None, "ops"):
-        ops_table([100, 1000] if args.quick else [100, 1000, 10000], repeats)
+        ops_table(report, [100, 300] if args.quick else [100, 1000, 10000], repeats)
     if args.only in (None, "ranks"):
-        ranks_table([100, 300] if args.quick else [100, 300, 1000], repeats)
+        ranks_table(report, [4, 8] if args.quick else [100, 300, 1000], repeats)
     return 0
 
 

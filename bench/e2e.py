@@ -1,10 +1,11 @@
 """End-to-end speed of what a user runs: the echo chain through ``flowlaunch sim``.
 
     python bench/e2e.py            # 2 and 4 stages, 3 repeats, plus the hop table
-    python bench/e2e.py --quick    # 1 repeat, no hop table
+    python bench/e2e.py --quick    # seconds: 2 stages, 200/1,200 pieces, no hop table
+    python bench/e2e.py --json OUT.jsonl   # also one JSON line per row
     python bench/e2e.py --before /tmp/old   # also an older checkout's flowlaunch, same run
 
-The chain (bench/e2e_job.py): ``source(constant)`` of 104 bytes -> ``identity`` x S ->
+The chain (bench/_e2e_job.py): ``source(constant)`` of 104 bytes -> ``identity`` x S ->
 ``output``; source and output on one unit, one unit per stage, register_num 8, run as
 ``flowlaunch sim JOB --machines 1 --unit process --json``, outputs delivered to the
 launcher.  Steady state: pieces/s = 10,000 / (wall(12,000 pieces) - wall(2,000 pieces)),
@@ -29,13 +30,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _util import print_table
+from _util import Report, bench_args
 
 import actorflow as af
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-JOB = os.path.join(HERE, "e2e_job.py")
-SMALL, LARGE = 2000, 12000
+JOB = os.path.join(HERE, "_e2e_job.py")
+SMALL, LARGE = 2000, 12000  # pieces of the two runs whose difference is the steady state
 _CPU: dict[tuple, float] = {}  # (stages, pieces, deliver, src) -> CPU s of the last run
 
 
@@ -69,6 +70,11 @@ def steady(fn) -> float:
     return (LARGE - SMALL) / (fn(LARGE) - fn(SMALL))
 
 
+def set_sizes(small: int, large: int) -> None:
+    global SMALL, LARGE
+    SMALL, LARGE = small, large
+
+
 def cpu_per_piece(stages: int, deliver: bool, src: str | None = None) -> float:
     """Steady-state CPU microseconds per piece, all processes together, of the last pair
     of runs (CPU time is much less stretched by a loaded box than wall time)."""
@@ -79,9 +85,9 @@ def cpu_per_piece(stages: int, deliver: bool, src: str | None = None) -> float:
 def session_wall(stages: int, pieces: int) -> float:
     os.environ["E2E_STAGES"], os.environ["E2E_DELIVER"] = str(stages), "1"
     sys.path.insert(0, HERE)
-    import e2e_job
+    import _e2e_job
 
-    plan = e2e_job.build_plan()
+    plan = _e2e_job.build_plan()
     with af.Session(plan) as s:
         t0 = time.perf_counter()
         out = s.run_to_end(pieces=pieces)
@@ -90,10 +96,12 @@ def session_wall(stages: int, pieces: int) -> float:
     return t
 
 
-def e2e_table(reps: int, before: str | None) -> None:
+def e2e_table(report: Report, reps: int, before: str | None,
+              stage_counts: tuple[int, ...] = (2, 4), undelivered: bool = True) -> None:
+    """``undelivered=False`` (quick mode) skips the not-delivered baseline's launches."""
     rows: list[list] = []
     cpu_rows: list[list] = []
-    for stages in (2, 4):
+    for stages in stage_counts:
         deliv, plain, threads, ratios, old = [], [], [], [], []
         for _ in range(reps):
             if before is not None:
@@ -101,7 +109,8 @@ def e2e_table(reps: int, before: str | None) -> None:
                 cpu_rows.append(["before", stages, old[-1], cpu_per_piece(stages, True, before)])
             deliv.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, True)))
             cpu_rows.append(["this code", stages, deliv[-1], cpu_per_piece(stages, True)])
-            plain.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, False)))
+            plain.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, False))
+                         if undelivered else float("nan"))
             threads.append(steady(lambda n, s=stages: session_wall(s, n)))
             ratios.append(deliv[-1] / plain[-1])
         goal = {2: "23,000", 4: "13,500"}[stages]
@@ -115,27 +124,35 @@ def e2e_table(reps: int, before: str | None) -> None:
             "ratio (goal >= 0.9)", "threads in-process pieces/s", "delivered / threads"]
     if before is not None:
         cols += ["before: pieces/s delivered", "after / before"]
-    print_table("Echo chain through flowlaunch sim --unit process, outputs delivered "
-                f"(steady state, median of {reps})", cols, rows)
-    print_table("CPU per piece, all processes of the run together (every repeat; the main "
-                "number on a shared box)", ["code", "stages", "pieces/s delivered",
-                                           "us CPU per piece"], cpu_rows)
+    report.table("echo", "Echo chain through flowlaunch sim --unit process, outputs delivered "
+                 f"(steady state, median of {reps})", cols, rows,
+                 figure="pieces/s delivered", unit="pieces/s",
+                 baseline="pieces/s, not delivered", ratio="ratio (goal >= 0.9)",
+                 keys=["stages"])
+    report.table("cpu", "CPU per piece, all processes of the run together (every repeat; the "
+                 "main number on a shared box)", ["code", "stages", "pieces/s delivered",
+                                                  "us CPU per piece"], cpu_rows,
+                 figure="us CPU per piece", unit="us/piece", keys=["code", "stages"])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int)
     ap.add_argument("--no-hop", action="store_true")
     ap.add_argument("--before", metavar="CHECKOUT",
                     help="also time another checkout's flowlaunch (its src/ on PYTHONPATH)")
-    args = ap.parse_args()
+    args = bench_args(ap, "2 stages, 200 and 1,200 pieces, no not-delivered baseline, no "
+                          "hop table").parse_args()
     reps = args.reps or (1 if args.quick else 3)
-    e2e_table(reps, os.path.join(args.before, "src") if args.before else None)
+    if args.quick:
+        set_sizes(200, 1200)
+    report = Report(__file__, args)
+    e2e_table(report, reps, os.path.join(args.before, "src") if args.before else None,
+              (2,) if args.quick else (2, 4), undelivered=not args.quick)
     if not (args.quick or args.no_hop):
         import transport
 
-        transport.hop_table(4000, 5)
+        transport.hop_table(report, 4000, 5)
 
 
 if __name__ == "__main__":

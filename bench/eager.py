@@ -1,5 +1,5 @@
 """Eager mode: what an op costs through the VM, side by side with numpy (and torch's CPU
-eager mode when it is installed), for both schedulers (``thread``: the seed's scheduler
+eager mode when it is installed), for both schedulers (``thread``: seed 000's scheduler
 thread; ``inline``: dependencies linked by the issuing thread).
 
 1. tiny ops: ``y = y + 1.0`` on a 4-element float32 tensor, N times, then ``af.sync()``:
@@ -9,6 +9,7 @@ thread; ``inline``: dependencies linked by the issuing thread).
    computed (goal: issue < 10% of compute); the final result is compared with numpy's.
 
     python bench/eager.py [--ops 10000] [--roundtrips 300] [--matmuls 100] [--repeats 5]
+                          [--quick] [--json OUT.jsonl]
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np
-from _util import print_table
+from _util import Report, bench_args
 
 import actorflow as af
 from actorflow import eager
@@ -145,17 +146,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--roundtrips", type=int, default=300)
     p.add_argument("--matmuls", type=int, default=100)
     p.add_argument("--repeats", type=int, default=5)
-    a = p.parse_args(argv)
+    a = bench_args(p, "200 ops, 20 round trips, 2 matmuls").parse_args(argv)
+    if a.quick:
+        a.ops, a.roundtrips, a.matmuls, a.repeats = 200, 20, 2, 1
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print_table(f"Tiny ops: {a.ops:,} x (y = y + 1.0) on 4 floats, then sync; medians of "
-                f"{a.repeats}", ["who", "wall us/op", "cpu us/op", "wall vs numpy"],
-                tiny_ops(a.ops, a.repeats))
-    print_table(f"Round trip: one op + .numpy(), {a.roundtrips:,} times; medians of "
-                f"{a.repeats}", ["who", "us per round trip", "vs numpy"],
-                round_trip(a.roundtrips, a.repeats))
-    print_table(f"Overlap: {a.matmuls} matmuls 1024x1024 (x = x @ w); medians of {a.repeats}",
-                ["who", "issue s", "issue + compute s", "issue % of total", "result vs numpy"],
-                overlap(a.matmuls, a.repeats))
+    report = Report(__file__, a)
+    report.table("tiny_ops", f"Tiny ops: {a.ops:,} x (y = y + 1.0) on 4 floats, then sync; "
+                 f"medians of {a.repeats}", ["who", "wall us/op", "cpu us/op", "wall vs numpy"],
+                 tiny_ops(a.ops, a.repeats), figure="wall us/op", unit="us/op",
+                 ratio="wall vs numpy")
+    report.table("round_trip", f"Round trip: one op + .numpy(), {a.roundtrips:,} times; "
+                 f"medians of {a.repeats}", ["who", "us per round trip", "vs numpy"],
+                 round_trip(a.roundtrips, a.repeats), figure="us per round trip", unit="us",
+                 ratio="vs numpy")
+    report.table("overlap", f"Overlap: {a.matmuls} matmuls 1024x1024 (x = x @ w); medians of "
+                 f"{a.repeats}",
+                 ["who", "issue s", "issue + compute s", "issue % of total", "result vs numpy"],
+                 overlap(a.matmuls, a.repeats), figure="issue s", unit="s",
+                 baseline="issue + compute s", ratio="issue % of total", keys=["who"])
     return 0
 
 

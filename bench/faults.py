@@ -1,6 +1,6 @@
 """Kill/stop campaign: random SIGKILL and SIGSTOP of workers, unit processes and the master.
 
-    python bench/faults.py [--trials 4] [--seed 0] [--machines 3]
+    python bench/faults.py [--trials 4] [--seed 0] [--machines 3] [--quick] [--json OUT.jsonl]
 
 Each trial starts ``flowlaunch sim`` of a long pipeline (sleep kernels on every machine,
 process units so unit processes exist), waits until pieces flow, then sends one signal to
@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _util import print_table
+from _util import Report, bench_args
 
 REPO = Path(__file__).resolve().parents[1]
 JOB = REPO / "tests" / "launcher" / "jobs" / "slow_pipeline.py"
@@ -108,6 +108,7 @@ def trial(sig: signal.Signals, who: str, machines: int, rng: random.Random) -> d
     env = dict(os.environ, ACTORFLOW_BENCH_TAG=tag, PYTHONUNBUFFERED="1")
     p = subprocess.Popen([sys.executable, "-m", "actorflow.launcher.cli", "sim", str(JOB),
                           "--machines", str(machines), "--unit", "process",
+                          "--start-method", "exec",  # workers told apart by their argv
                           "--heartbeat-timeout", str(HEARTBEAT)],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
@@ -157,9 +158,12 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=4, help="trials per kind of fault")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--machines", type=int, default=3)
-    args = ap.parse_args()
+    args = bench_args(ap, "one SIGKILL of a unit process, 2 machines").parse_args()
+    kinds = KINDS
+    if args.quick:
+        kinds, args.trials, args.machines = [(signal.SIGKILL, "unit")], 1, 2
     rng = random.Random(args.seed)
-    plan = [k for k in KINDS for _ in range(args.trials)]
+    plan = [k for k in kinds for _ in range(args.trials)]
     rng.shuffle(plan)
     results = []
     for i, (sig, who) in enumerate(plan):
@@ -170,19 +174,22 @@ def main() -> int:
               f"root {'ok' if r['root_right'] else 'WRONG'}; left {r['procs']} procs, "
               f"{r['shm']} shm, {r['ipc']} ipc dirs | {r['head'][:140]}", flush=True)
     rows = []
-    for sig, who in KINDS:
+    for sig, who in kinds:
         rs = [r for r in results if r["kind"] == f"{sig.name} {who}"]
         secs = [r["seconds"] for r in rs if r["seconds"] is not None]
         med = statistics.median(secs) if secs else float("nan")
         rows.append([f"{sig.name} {who}", len(rs), sum(r["detected"] for r in rs),
-                     med, max(secs) if secs else float("nan"), med / HEARTBEAT,
+                     med, max(secs) if secs else float("nan"), HEARTBEAT, med / HEARTBEAT,
                      sum(r["root_right"] for r in rs), sum(r["procs"] for r in rs),
                      sum(r["shm"] for r in rs), sum(r["ipc"] for r in rs)])
-    print_table(f"fault campaign: {len(results)} trials, {args.machines} machines, process "
-                f"units, heartbeat timeout {HEARTBEAT:g} s (the baseline)",
-                ["fault", "trials", "detected", "median s to detect", "max s",
-                 "median / heartbeat timeout", "root cause right", "leftover procs",
-                 "leftover shm", "leftover ipc dirs"], rows)
+    Report(__file__, args).table(
+        "campaign", f"fault campaign: {len(results)} trials, {args.machines} machines, process "
+        f"units, heartbeat timeout {HEARTBEAT:g} s (the baseline)",
+        ["fault", "trials", "detected", "median s to detect", "max s", "heartbeat timeout s",
+         "median / heartbeat timeout", "root cause right", "leftover procs",
+         "leftover shm", "leftover ipc dirs"], rows,
+        figure="median s to detect", unit="s", baseline="heartbeat timeout s",
+        ratio="median / heartbeat timeout", keys=["fault", "trials"])
     return 0
 
 

@@ -14,7 +14,7 @@ Three comparisons, each against a baseline measured in the same run (medians of 
    in a loop.  Goal on a GPU: <= 2x.
 
     python bench/gpu.py [--size 4096] [--pieces 40] [--repeats 3] [--chain 32]
-                        [--chain-pieces 200]
+                        [--chain-pieces 200] [--quick] [--json OUT.jsonl]
 
 Runs on CuPy when a GPU is there, else on the emulated device (numpy under CuPy's rules);
 ``ACTORFLOW_DEVICE`` set by the caller wins.  The table says which device it used.  On the
@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _util import median_of, print_table
+from _util import Report, bench_args, median_of
 
 import actorflow as af
 import actorflow.functional as F
@@ -153,7 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--chain", type=int, default=32, help="tiny kernels in the chain")
     ap.add_argument("--chain-pieces", type=int, default=200, help="pieces through the chain")
-    args = ap.parse_args(argv)
+    args = bench_args(ap, "N=32, 4 pieces, a chain of 4").parse_args(argv)
+    launches = 2000
+    if args.quick:
+        args.size, args.pieces, args.repeats, args.chain, args.chain_pieces = 32, 4, 1, 4, 10
+        launches = 200
     device = pick_device()
     os.environ["ACTORFLOW_DEVICE"] = device
     emulated = device == "emulated"
@@ -177,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     plan_k = chain_job(k, args.chain_pieces)
     per_act = median_of(lambda: run_job(plan_k, "y")[0] / (args.chain_pieces * k),
                         args.repeats, warmup=1)
-    launch = median_of(lambda: launch_cost(xp, 2000), args.repeats, warmup=1)
+    launch = median_of(lambda: launch_cost(xp, launches), args.repeats, warmup=1)
     rows = [
         ["compute-bound (inputs on device)", "pieces/s", pieces / job_c, pieces / hand_c,
          hand_c / job_c, ">= 0.95x"],
@@ -187,8 +191,11 @@ def main(argv: list[str] | None = None) -> int:
          launch * 1e6, per_act / launch, "<= 2x"],
     ]
     on = "the emulated device" if emulated else "the GPU"
-    print_table(f"actorflow vs hand-written loops on {on}",
-                ["job", "unit", "actorflow", "hand loop", "ratio", "goal (GPU)"], rows)
+    Report(__file__, args).table(
+        "vs_hand", f"actorflow vs hand-written loops on {on}",
+        ["job", "device", "unit", "actorflow", "hand loop", "ratio", "goal (GPU)"],
+        [[r[0], device, *r[1:]] for r in rows], figure="actorflow", unit="",
+        unit_column="unit", baseline="hand loop", ratio="ratio", keys=["job", "device"])
     return 0
 
 

@@ -1,6 +1,7 @@
 """Control plane and flowlaunch costs, each against a baseline measured in the same run.
 
-    python bench/launcher.py [--quick] [--startup-only] [--machines 4 16] [--before DIR]
+    python bench/launcher.py [--startup-only] [--machines 4 16] [--before DIR]
+                             [--quick] [--json OUT.jsonl]
 
 1. Control-plane round trip: a ``kv_get`` through ControlClient -> ControlMaster (its own
    thread, tcp on loopback) vs a raw pyzmq DEALER/ROUTER msgpack ping-pong on a thread.
@@ -35,7 +36,7 @@ import zmq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-from _util import median_of, print_table
+from _util import Report, bench_args, median_of
 
 from actorflow.launcher.client import Aborted, ControlClient
 from actorflow.launcher.master import ControlMaster
@@ -61,7 +62,7 @@ def _joined_client(master: ControlMaster) -> ControlClient:
     return c
 
 
-def control_round_trip(n: int) -> tuple[float, float]:
+def control_round_trip(n: int, repeats: int = 5) -> tuple[float, float]:
     import sample_pipeline
 
     master = ControlMaster(1, sample_pipeline.build_plan, "127.0.0.1", free_port())
@@ -76,14 +77,14 @@ def control_round_trip(n: int) -> tuple[float, float]:
                 c.kv_get("k")
             return (time.perf_counter() - t0) / n
 
-        t_ours = median_of(ours, repeats=5, warmup=1)
+        t_ours = median_of(ours, repeats=repeats, warmup=1)
     finally:
         c.close()
         master.close()
-    return t_ours, raw_round_trip(n)
+    return t_ours, raw_round_trip(n, repeats)
 
 
-def raw_round_trip(n: int) -> float:
+def raw_round_trip(n: int, repeats: int = 5) -> float:
     ctx = zmq.Context()
     router = ctx.socket(zmq.ROUTER)
     port = router.bind_to_random_port("tcp://127.0.0.1")
@@ -110,7 +111,7 @@ def raw_round_trip(n: int) -> float:
         return (time.perf_counter() - t0) / n
 
     try:
-        return median_of(raw, repeats=5, warmup=1)
+        return median_of(raw, repeats=repeats, warmup=1)
     finally:
         stop.set()
         t.join()
@@ -132,7 +133,7 @@ def _parallel(argv: list[str], n: int) -> None:
 
 
 def launch_overhead(machines: int, repeats: int, job: Path,
-                    before: Path | None) -> dict[str, float]:
+                    before: Path | None, warmup: bool = True) -> dict[str, float]:
     """Median start-to-exit seconds of ``flowlaunch sim`` (this checkout and, with
     ``before``, an older ``src/`` on PYTHONPATH) and of N bare interpreters started in
     parallel: ``python -c pass`` and ``python -c 'import numpy, zmq'`` (what a worker
@@ -147,7 +148,7 @@ def launch_overhead(machines: int, repeats: int, job: Path,
     if before is not None:
         env = dict(os.environ, PYTHONPATH=str(before))
         cases["before"] = lambda: _run_ok(argv, env, f"flowlaunch sim from {before}")
-    for fn in cases.values():  # warm-up: page cache, .pyc files
+    for fn in cases.values() if warmup else ():  # warm-up: page cache, .pyc files
         fn()
     times: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(repeats):
@@ -158,7 +159,8 @@ def launch_overhead(machines: int, repeats: int, job: Path,
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def example_launch(path: Path, machines: int, repeats: int) -> tuple[float, float]:
+def example_launch(path: Path, machines: int, repeats: int,
+                   warmup: int = 1) -> tuple[float, float]:
     """Median (start to exit, run wall) seconds of ``flowlaunch sim`` of an example."""
     runs = []
 
@@ -173,7 +175,7 @@ def example_launch(path: Path, machines: int, repeats: int) -> tuple[float, floa
         runs.append(float(json.loads(r.stdout)["wall_seconds"]))
         return total
 
-    total = median_of(once, repeats=repeats, warmup=1)
+    total = median_of(once, repeats=repeats, warmup=warmup)
     return total, sorted(runs)[len(runs) // 2]
 
 
@@ -219,8 +221,7 @@ def detection_time(hb_timeout: float) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repeats")
-    ap.add_argument("--repeats", type=int, help="repeats per measurement (default 3, 2 quick)")
+    ap.add_argument("--repeats", type=int, help="repeats per measurement (default 3)")
     ap.add_argument("--startup-only", action="store_true",
                     help="only the flowlaunch sim start-up table")
     ap.add_argument("--machines", type=int, nargs="+", default=[1, 2, 4, 16],
@@ -228,24 +229,31 @@ def main() -> None:
     ap.add_argument("--before", type=Path,
                     help="an older checkout's src/ directory, timed in the same run "
                          "(e.g. git archive main src | tar -x -C /tmp/before)")
-    args = ap.parse_args()
-    n = 500 if args.quick else 2000
-    repeats = args.repeats or (2 if args.quick else 3)
+    args = bench_args(ap, "1 machine, one example on 2, one heartbeat timeout").parse_args()
+    quick = args.quick
+    n = 100 if quick else 2000
+    repeats = args.repeats or (1 if quick else 3)
+    if quick:
+        args.machines = [1]
+    report = Report(__file__, args)
 
     if not args.startup_only:
-        ours, raw = control_round_trip(n)
-        print_table("Control-plane round trip (kv_get, tcp loopback), median of 5 x "
-                    f"{n} round trips",
-                    ["path", "us per round trip", "vs raw pyzmq"],
-                    [["ControlClient -> ControlMaster", ours * 1e6, ours / raw],
-                     ["raw pyzmq DEALER/ROUTER + msgpack", raw * 1e6, 1.0]])
+        rt_repeats = 1 if quick else 5
+        ours, raw = control_round_trip(n, rt_repeats)
+        report.table("control_rtt", "Control-plane round trip (kv_get, tcp loopback), median "
+                     f"of {rt_repeats} x {n} round trips",
+                     ["path", "us per round trip", "raw pyzmq us", "vs raw pyzmq"],
+                     [["ControlClient -> ControlMaster", ours * 1e6, raw * 1e6, ours / raw],
+                      ["raw pyzmq DEALER/ROUTER + msgpack", raw * 1e6, raw * 1e6, 1.0]],
+                     figure="us per round trip", unit="us", baseline="raw pyzmq us",
+                     ratio="vs raw pyzmq", keys=["path"])
 
     rows = []
     with tempfile.TemporaryDirectory() as d:
         job = Path(d) / "tiny_job.py"
         job.write_text(TINY_JOB)
         for m in args.machines:
-            t = launch_overhead(m, repeats, job, args.before)
+            t = launch_overhead(m, repeats, job, args.before, warmup=not quick)
             goal = {4: 1.0, 16: 2.0}.get(m)
             row = [m, t["sim"]]
             if args.before is not None:
@@ -256,30 +264,35 @@ def main() -> None:
     headers = ["machines", "flowlaunch sim s"]
     if args.before is not None:
         headers += ["before s", "speed-up"]
-    print_table(f"flowlaunch sim of a 1-piece plan, start to exit, median of {repeats} "
-                "(N bare interpreters started in parallel as the floor)",
-                [*headers, "N x python -c pass s", "N x import numpy, zmq s",
-                 "sim / numpy+zmq floor", "goal"], rows)
+    report.table("startup", f"flowlaunch sim of a 1-piece plan, start to exit, median of "
+                 f"{repeats} (N bare interpreters started in parallel as the floor)",
+                 [*headers, "N x python -c pass s", "N x import numpy, zmq s",
+                  "sim / numpy+zmq floor", "goal"], rows,
+                 figure="flowlaunch sim s", unit="s", baseline="N x import numpy, zmq s",
+                 ratio="sim / numpy+zmq floor", keys=["machines"])
     if args.startup_only:
         return
 
     rows = []
     examples = Path(__file__).resolve().parents[1] / "examples"
-    for name in ("sample_pipeline", "pipeline_4_stages"):
-        for m in (4, 16):
-            total, run = example_launch(examples / f"{name}.py", m, repeats)
-            rows.append([name, m, total, run, total - run])
-    print_table(f"flowlaunch sim of the examples, median of {repeats}",
-                ["job", "machines", "start to exit s", "run s", "start-up + shutdown s"],
-                rows)
+    examples_runs = [("sample_pipeline", 2)] if quick else [
+        (name, m) for name in ("sample_pipeline", "pipeline_4_stages") for m in (4, 16)]
+    for name, m in examples_runs:
+        total, run = example_launch(examples / f"{name}.py", m, repeats, warmup=0 if quick else 1)
+        rows.append([name, m, total, run, total - run])
+    report.table("examples", f"flowlaunch sim of the examples, median of {repeats}",
+                 ["job", "machines", "start to exit s", "run s", "start-up + shutdown s"],
+                 rows, figure="start to exit s", unit="s", keys=["job", "machines"])
 
     rows = []
-    for hb in (1.0, 2.0):
+    for hb in (1.0,) if quick else (1.0, 2.0):
         t = median_of(lambda hb=hb: detection_time(hb), repeats=repeats)
         rows.append([hb, t, t / hb, "yes" if t <= 3.0 else "NO"])
-    print_table(f"Dead-machine detection (last heartbeat -> abort at a peer), median of "
-                f"{repeats}", ["heartbeat timeout s", "detected after s", "vs timeout",
-                               "within 3 s"], rows)
+    report.table("detection", f"Dead-machine detection (last heartbeat -> abort at a peer), "
+                 f"median of {repeats}", ["heartbeat timeout s", "detected after s",
+                                          "vs timeout", "within 3 s"], rows,
+                 figure="detected after s", unit="s", baseline="heartbeat timeout s",
+                 ratio="vs timeout")
 
 
 if __name__ == "__main__":

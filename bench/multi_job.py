@@ -1,6 +1,7 @@
 """Several jobs in one plan: what the main job costs, and what running jobs side by side buys.
 
-    python bench/multi_job.py [--requests 40] [--repeats 3] [--size 192]
+    python bench/multi_job.py [--requests 40] [--repeats 3] [--size 192] [--quick]
+                              [--json OUT.jsonl]
 
 1. **Job switch overhead**: the latency of one request of a lone job (``relu(x) + 1`` on a
    small array, and four ``tanh(x @ w)`` layers; one machine) through the main job
@@ -33,10 +34,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import median_of, table
+from _util import Report, bench_args, median_of
 
 import actorflow as af
-from actorflow.job_session import cluster_job_session
 
 
 def lone_job(name: str = "lone", size: int = 0) -> af.Job:
@@ -105,7 +105,7 @@ def switch_overhead(requests: int, repeats: int, size: int) -> list[list]:
 def concurrency(unit: str, size: int, requests: int, repeats: int) -> list:
     plan = af.compile(side_jobs(size), machines=2)
     feeds = {"x": np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)}
-    s = af.Session(plan) if unit == "thread" else cluster_job_session(plan, unit="process")
+    s = af.Session(plan) if unit == "thread" else af.ClusterSession(plan, unit="process")
     with s:
         for job in ("A", "B"):
             s.run(job, feeds)
@@ -141,18 +141,24 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--size", type=int, default=192, help="side of the A/B matrices")
-    args = ap.parse_args()
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
-    print("Job switch overhead (latency of one request, median):\n")
-    print(table(["lone job", "single-job plan us", "main job + push/pull us", "ratio",
-                 "main job, push_pull=False us", "ratio (goal <= 1.2)"],
-                switch_overhead(args.requests, args.repeats, args.size)))
-    print("\nTwo non-conflicting jobs (A on machine 0, B on machine 1), synchronous "
-          "requests:\n")
+    args = bench_args(ap, "3 requests, 32x32 matrices").parse_args()
+    if args.quick:
+        args.requests, args.repeats, args.size = 3, 1, 32
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    report = Report(__file__, args)
+    report.table("switch", "Job switch overhead (latency of one request, median)",
+                 ["lone job", "single-job plan us", "main job + push/pull us", "ratio",
+                  "main job, push_pull=False us", "ratio (goal <= 1.2)"],
+                 switch_overhead(args.requests, args.repeats, args.size),
+                 figure="main job + push/pull us", unit="us", baseline="single-job plan us",
+                 ratio="ratio", keys=["lone job"])
     rows = [concurrency(u, args.size, args.requests, args.repeats)
             for u in ("thread", "process")]
-    print(table(["units", "requests", "serial req/s", "concurrent req/s",
-                 "ratio (goal >= 1.8)"], rows))
+    report.table("concurrent", "Two non-conflicting jobs (A on machine 0, B on machine 1), "
+                 "synchronous requests",
+                 ["units", "requests", "serial req/s", "concurrent req/s",
+                  "ratio (goal >= 1.8)"], rows, figure="concurrent req/s", unit="requests/s",
+                 baseline="serial req/s", ratio="ratio (goal >= 1.8)")
     return 0
 
 

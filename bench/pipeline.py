@@ -6,7 +6,7 @@ the same run is the sequential time (the same sleeps one after another, ``N * S 
 so ``speedup`` shows what the overlap buys.  register_num 1 is lock-step (a stage waits
 for its consumer's ACK before the next piece): expect about half the ideal throughput.
 
-    python bench/pipeline.py [--ms 20] [--pieces 24] [--repeats 3]
+    python bench/pipeline.py [--ms 20] [--pieces 24] [--repeats 3] [--quick] [--json OUT.jsonl]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _util import median_of, print_table
+from _util import Report, bench_args, median_of
 
 import actorflow as af
 from actorflow.kernels import KernelContext, get_op
@@ -61,21 +61,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pieces", type=int, default=24)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--stages", type=int, nargs="*", default=[3, 4])
-    args = ap.parse_args(argv)
+    args = bench_args(ap, "2 ms stages, 6 pieces, 3 stages, register_num 1 and 2").parse_args(argv)
+    register_nums = (1, 2, 3, 4)
+    if args.quick:
+        args.ms, args.pieces, args.repeats, args.stages, register_nums = 2.0, 6, 1, [3], (1, 2)
     n, ms = args.pieces, args.ms
     rows = []
     for stages in args.stages:
         seq = median_of(lambda s=stages: run_sequential(s, ms, n), args.repeats)
         ideal = (n + stages - 1) * ms / 1000.0
-        for rn in (1, 2, 3, 4):
+        for rn in register_nums:
             plan = sleep_plan(stages, rn, ms, n)
             t = median_of(lambda plan=plan: run_plan(plan, n), args.repeats)
             rows.append([stages, rn, n, ideal, t, ideal / t, seq, seq / t])
-    print_table(
+    Report(__file__, args).table(
+        "efficiency",
         f"Pipeline efficiency: sleep({ms:g} ms) stages, one thread each, {n} pieces, "
         f"median of {args.repeats}",
         ["stages", "register_num", "pieces", "ideal s", "measured s", "efficiency",
-         "sequential s (baseline)", "speedup vs sequential"], rows)
+         "sequential s (baseline)", "speedup vs sequential"], rows,
+        figure="measured s", unit="s", baseline="sequential s (baseline)",
+        ratio="speedup vs sequential", keys=["stages", "register_num", "pieces"])
     return 0
 
 

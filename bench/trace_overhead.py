@@ -20,6 +20,7 @@ runs share the load of the moment), "min" compares the least disturbed runs.
 Goals: flight <= 3% slower, full <= 15% slower.
 
     python bench/trace_overhead.py [--pieces 20000] [--repeats 7] [--threads 3]
+                                   [--quick] [--json OUT.jsonl]
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _util import print_table
+from _util import Report, bench_args
 
 import actorflow as af
 
@@ -88,10 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1,
                     help="units: 1 = every actor on one thread (the steadiest measure)")
     ap.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all")
-    args = ap.parse_args(argv)
+    args = bench_args(ap, "500 pieces, 1 repeat").parse_args(argv)
+    if args.quick:
+        args.pieces, args.repeats = 500, 1
     rows = []
     for w in WORKLOADS if args.workload == "all" else [args.workload]:
-        pieces = args.pieces if w == "empty" else max(args.pieces // 4, 1000)
+        pieces = args.pieces if w == "empty" else max(args.pieces // 4, min(args.pieces, 1000))
         runs = measure(chain_plan(pieces, args.threads, workload=w), pieces, args.repeats)
         base = statistics.median(r[0] for r in runs["off"])
         base_cpu = statistics.median(r[1] for r in runs["off"])
@@ -101,15 +104,19 @@ def main(argv: list[str] | None = None) -> int:
             cpu = statistics.median(r[1] for r in v)
             paired = statistics.median(a[1] / b[1] for a, b in zip(v, runs["off"]))
             low = min(r[1] for r in v)
-            rows.append([w, pieces, m, med, f"{(base / med - 1) * 100:+.1f}%", cpu,
-                         f"{(cpu / base_cpu - 1) * 100:+.1f}%", f"{(paired - 1) * 100:+.1f}%",
-                         low, f"{(low / min_cpu - 1) * 100:+.1f}%"])
-    print_table(f"Trace overhead: 2-stage chain, {args.threads} thread(s), median of "
-                f"{args.repeats} interleaved runs (cpus: {os.cpu_count()}, load: "
-                f"{os.getloadavg()[0]:.1f})",
-                ["workload", "pieces", "mode", "pieces/s", "slower (wall)", "CPU us/piece",
-                 "more CPU", "more CPU (paired)", "min CPU us", "more CPU (min)"],
-                rows)
+            rows.append([w, pieces, m, med, f"{(base / med - 1) * 100:+.1f}%", cpu, base_cpu,
+                         f"{(cpu / base_cpu - 1) * 100:+.1f}%", paired,
+                         f"{(paired - 1) * 100:+.1f}%", low,
+                         f"{(low / min_cpu - 1) * 100:+.1f}%"])
+    Report(__file__, args).table(
+        "overhead", f"Trace overhead: 2-stage chain, {args.threads} thread(s), median of "
+        f"{args.repeats} interleaved runs (cpus: {os.cpu_count()}, load: "
+        f"{os.getloadavg()[0]:.1f})",
+        ["workload", "pieces", "mode", "pieces/s", "slower (wall)", "CPU us/piece",
+         "off CPU us/piece", "more CPU", "CPU / off (paired)", "more CPU (paired)",
+         "min CPU us", "more CPU (min)"], rows,
+        figure="CPU us/piece", unit="us/piece", baseline="off CPU us/piece",
+        ratio="CPU / off (paired)", keys=["workload", "pieces", "mode"])
     return 0
 
 

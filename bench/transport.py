@@ -1,7 +1,8 @@
 """Transport benchmark: actorflow's data plane vs raw pyzmq / memcpy, side by side in one run.
 
     python bench/transport.py            # full run (~2-3 min on 2 busy cores)
-    python bench/transport.py --quick    # fewer pieces and repeats
+    python bench/transport.py --quick    # seconds: few pieces, 1 MiB instead of 64
+    python bench/transport.py --json OUT.jsonl   # also one JSON line per row
 
 Every actorflow run alternates with its baseline (both see the same machine load) and a
 ratio is the median of the per-pair ratios.  What each table measures:
@@ -47,7 +48,7 @@ import numpy as np
 import zmq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _util import median_of, print_table
+from _util import Report, bench_args, median_of
 
 import actorflow as af
 from actorflow.actors.cluster import NodeGroup
@@ -189,8 +190,8 @@ def paired(ours, base, reps: int) -> tuple[float, float, float]:
     return statistics.median(o), statistics.median(b), statistics.median(r)
 
 
-def memcpy_time() -> float:
-    a, b = np.ones(MIB64, np.uint8), np.zeros(MIB64, np.uint8)
+def memcpy_time(size: int = MIB64) -> float:
+    a, b = np.ones(size, np.uint8), np.zeros(size, np.uint8)
 
     def once() -> float:
         t0 = time.perf_counter()
@@ -201,11 +202,13 @@ def memcpy_time() -> float:
 
 
 # -- tables -------------------------------------------------------------------------------
-def hop_table(n: int, reps: int) -> None:
+def hop_table(report: Report, n: int, reps: int, schemes=("ipc", "tcp")) -> None:
     rows = []
     for scheme, machines, setup in (
             ("ipc", 1, "2 process units, 1 machine"),
             ("tcp", 2, "2 machines; comm_net in the consumer's process")):
+        if scheme not in schemes:
+            continue
         peer = Peer("pingpong", scheme)
         try:
             raw_rtt_once(peer, 500)
@@ -215,19 +218,21 @@ def hop_table(n: int, reps: int) -> None:
         finally:
             peer.close()
         rows.append([f"{scheme}://", setup, ours * 1e6, raw * 1e6, ratio])
-    print_table("Hop round trip (register_num 1: READY + ACK = 2 socket traversals per piece; "
-                "baseline: raw pyzmq ping-pong, 2 traversals)",
-                ["transport", "actorflow setup", "actorflow us", "raw pyzmq us",
-                 "ratio (goal <= 1.3)"], rows)
+    report.table("hop", "Hop round trip (register_num 1: READY + ACK = 2 socket traversals "
+                 "per piece; baseline: raw pyzmq ping-pong, 2 traversals)",
+                 ["transport", "actorflow setup", "actorflow us", "raw pyzmq us",
+                  "ratio (goal <= 1.3)"], rows, figure="actorflow us", unit="us",
+                 baseline="raw pyzmq us", ratio="ratio (goal <= 1.3)")
 
 
-def chain_table(n: int, reps: int) -> None:
+def chain_table(report: Report, n: int, reps: int, stage_counts=(2, 4),
+                register_nums=(1, 2, 4, 8)) -> None:
     rows = []
     peer = Peer("pingpong", "ipc")
     try:
         raw_window_once(peer, b"x" * 48, 500, 1)
-        for stages in (2, 4):
-            for rn in (1, 2, 4, 8):
+        for stages in stage_counts:
+            for rn in register_nums:
                 plan = chain(stages, rn)
                 if stages == 2:
                     t, base, ratio = paired(
@@ -236,60 +241,70 @@ def chain_table(n: int, reps: int) -> None:
                     rows.append([stages, rn, 1 / t, 1 / base, 1 / ratio])
                 else:
                     t = median_of(lambda p=plan: run_plan(p, "process", "ipc", n) / n, reps)
-                    rows.append([stages, rn, 1 / t, "-", "-"])
+                    rows.append([stages, rn, 1 / t, float("nan"), float("nan")])
     finally:
         peer.close()
-    print_table("Pipelined chain of empty kernels, one process per stage (ipc + shm)",
-                ["stages", "register_num", "pieces/s (goal >= 20,000 at 2 stages, rn >= 4)",
-                 "raw pyzmq msgs/s, same window", "ratio"], rows)
+    report.table("chain", "Pipelined chain of empty kernels, one process per stage (ipc + shm)",
+                 ["stages", "register_num", "pieces/s (goal >= 20,000 at 2 stages, rn >= 4)",
+                  "raw pyzmq msgs/s, same window", "ratio"], rows,
+                 figure="pieces/s (goal >= 20,000 at 2 stages, rn >= 4)", unit="pieces/s",
+                 baseline="raw pyzmq msgs/s, same window", ratio="ratio")
 
 
-def bulk_table(k: int, reps: int) -> None:
-    gb = MIB64 / 1e9
-    buf = np.ones(MIB64, np.uint8)
+def bulk_table(report: Report, k: int, reps: int, size: int = MIB64,
+               quick: bool = False) -> None:
+    gb = size / 1e9
+    mib = f"{size >> 20} MiB"
+    buf = np.ones(size, np.uint8)
     peer = Peer("bulk", "tcp")
     raw_window_once(peer, buf, 2, 2, copy=False)
     rows = []
-    copyto = ("np.copyto 64 MiB", memcpy_time)
-    raw_tcp = ("raw pyzmq tcp 64 MiB", lambda: raw_window_once(peer, buf, k, 2, copy=False))
+    copyto = (f"np.copyto {mib}", lambda: memcpy_time(size))
+    raw_tcp = (f"raw pyzmq tcp {mib}", lambda: raw_window_once(peer, buf, k, 2, copy=False))
+    cases = [
+        ("shm, 1 machine: consumer copies (goal >= 0.85)", 1, "ipc", False, "stamp", copyto),
+        ("shm, 1 machine: consumer reads in place", 1, "ipc", True, "stamp", copyto),
+        (f"shm, 1 machine: producer rewrites {mib}, consumer copies", 1, "ipc", False,
+         "constant", copyto),
+        ("tcp, 2 machines: consumer reads in place (goal >= 0.9)", 2, "tcp", True, "stamp",
+         raw_tcp),
+        ("tcp, 2 machines: consumer copies", 2, "tcp", False, "stamp", raw_tcp)]
     try:
         for label, machines, scheme, peek, source, (base, base_fn) in (
-                ("shm, 1 machine: consumer copies (goal >= 0.85)", 1, "ipc", False, "stamp",
-                 copyto),
-                ("shm, 1 machine: consumer reads in place", 1, "ipc", True, "stamp", copyto),
-                ("shm, 1 machine: producer rewrites 64 MiB, consumer copies", 1, "ipc", False,
-                 "constant", copyto),
-                ("tcp, 2 machines: consumer reads in place (goal >= 0.9)", 2, "tcp", True,
-                 "stamp", raw_tcp),
-                ("tcp, 2 machines: consumer copies", 2, "tcp", False, "stamp", raw_tcp)):
-            plan = chain(2, 2, (MIB64,), machines=machines, peek=peek, source=source)
+                cases[:1] if quick else cases):
+            plan = chain(2, 2, (size,), machines=machines, peek=peek, source=source)
             t, base_t, ratio = paired(lambda p=plan, s=scheme: run_steady(p, s, k),
                                       base_fn, reps)
             rows.append([label, t * 1e3, base, base_t * 1e3, gb / t, 1 / ratio])
     finally:
         peer.close()
-    print_table("64 MiB regst per piece, process units (register_num 2, streamed, steady "
-                "state)",
-                ["path", "actorflow ms", "baseline", "baseline ms", "actorflow GB/s",
-                 "speed ratio"], rows)
+    report.table("bulk", f"{mib} regst per piece, process units (register_num 2, streamed, "
+                 "steady state)",
+                 ["path", "actorflow ms", "baseline", "baseline ms", "actorflow GB/s",
+                  "speed ratio"], rows, figure="actorflow ms", unit="ms",
+                 baseline="baseline ms", ratio="speed ratio", keys=["path", "baseline"])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", choices=("hop", "chain", "bulk"), help="run one table")
     ap.add_argument("--peer", nargs=3, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = bench_args(ap, "100 pieces, ipc only, 2 stages, 1 MiB regsts").parse_args()
     if args.peer:
         sys.exit(peer_main(*args.peer))
-    n = 2000 if args.quick else 4000
-    reps = 3 if args.quick else 5
+    quick = args.quick
+    n = 100 if quick else 4000
+    reps = 1 if quick else 5
+    report = Report(__file__, args)
     if args.only in (None, "hop"):
-        hop_table(n, reps)
+        hop_table(report, n, reps, ("ipc",) if quick else ("ipc", "tcp"))
     if args.only in (None, "chain"):
-        chain_table(n, reps)
+        if quick:
+            chain_table(report, n, reps, (2,), (4,))
+        else:
+            chain_table(report, n, reps)
     if args.only in (None, "bulk"):
-        bulk_table(6 if args.quick else 12, reps)
+        bulk_table(report, 2 if quick else 12, reps, 1 << 20 if quick else MIB64, quick)
 
 
 if __name__ == "__main__":

@@ -89,10 +89,8 @@ def test_bad_checkpoints_are_named(tmp_path):
 
 def test_each_machine_process_writes_its_own_part(tmp_path):
     """Machines as nodes over tcp, every unit a process: the parts are written there."""
-    from actorflow.job_session import cluster_job_session
-
     rng = np.random.default_rng(2)
-    with cluster_job_session(_plan(2), unit="process", timeout=30) as s:
+    with af.ClusterSession(_plan(2), unit="process", timeout=30) as s:
         s.run("train", {"x": rng.standard_normal(SHAPE).astype(np.float32)})
         want = s.run("read")
         s.save(tmp_path / "ck")

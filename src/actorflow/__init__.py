@@ -24,6 +24,10 @@ __version__ = "0.1.0"
 # public name -> (module, attribute); attribute None: the module itself
 _LAZY: dict[str, tuple[str, str | None]] = {
     "ClusterSession": ("actorflow.session", "ClusterSession"),
+    "Size": ("actorflow.frontend.size", "Size"),
+    "Tensor": ("actorflow.frontend.tensor", "TensorMethods"),
+    "comm": ("actorflow.comm", None),
+    "is_tensor": ("actorflow.frontend.tensor", "is_tensor"),
     "Device": ("actorflow.eager.device", "Device"),
     "EagerGlobalTensor": ("actorflow.frontend.global_tensor", "EagerGlobalTensor"),
     "EagerTensor": ("actorflow.frontend.eager_tensor", "EagerTensor"),
@@ -32,12 +36,20 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "PlanBuilder": ("actorflow.plan.builder", "PlanBuilder"),
     "Session": ("actorflow.session", "Session"),
     "arange": ("actorflow.frontend.creation", "arange"),
+    "autograd": ("actorflow.frontend.autograd", None),
+    "enable_grad": ("actorflow.frontend.autograd.mode", "enable_grad"),
+    "is_grad_enabled": ("actorflow.frontend.autograd.mode", "is_grad_enabled"),
+    "manual_seed": ("actorflow.frontend.functional_nn", "manual_seed"),
+    "nn": ("actorflow.nn", None),
+    "no_grad": ("actorflow.frontend.autograd.mode", "no_grad"),
+    "optim": ("actorflow.optim", None),
+    "set_grad_enabled": ("actorflow.frontend.autograd.mode", "set_grad_enabled"),
     "compile": ("actorflow.frontend.job", "compile"),
     "counters": ("actorflow.frontend.creation", "counters"),
     "device": ("actorflow.eager.device", "as_device"),
     "env": ("actorflow.spmd", "env"),
     "full": ("actorflow.frontend.creation", "full"),
-    "functional": ("actorflow.frontend.functional", None),
+    "functional": ("actorflow.functional", None),
     "input": ("actorflow.frontend.job", "input"),
     "job": ("actorflow.frontend.job", "job"),
     "load_plan": ("actorflow.plan.io", "load_plan"),
@@ -73,24 +85,59 @@ _trace_pkg.__class__ = _TracePackage
 trace = _trace_pkg
 
 __all__ = ["ClusterSession", "Device", "EagerGlobalTensor", "EagerTensor", "Job", "Plan",
-           "PlanBuilder", "Session",
-           "__version__", "arange", "compile", "counters", "device", "env", "errors", "full",
-           "functional", "input", "job", "load_plan", "ones", "output", "placement", "randn",
-           "random_input", "read_variable", "save_plan", "sbp", "sync", "tensor", "trace",
-           "variable", "zeros"]
+           "PlanBuilder", "Session", "Size", "Tensor",
+           "__version__", "arange", "autograd", "comm", "compile", "counters", "device",
+           "enable_grad", "env", "errors", "full", "functional", "input", "is_grad_enabled",
+           "is_tensor", "job", "load_plan", "manual_seed", "nn", "no_grad", "ones", "optim",
+           "output", "placement", "randn",
+           "random_input", "read_variable", "save_plan", "sbp", "set_grad_enabled", "sync",
+           "tensor", "trace", "variable", "zeros"]
 
 
 def __getattr__(name: str) -> Any:
     try:
         module, attr = _LAZY[name]
     except KeyError:
-        raise AttributeError(f"module 'actorflow' has no attribute {name!r}") from None
+        value = _oneflow_name(name)
+        globals()[name] = value
+        return value
     mod = importlib.import_module(module)
-    if module.startswith(("actorflow.frontend", "actorflow.eager")):
+    if module.startswith(("actorflow.frontend", "actorflow.eager", "actorflow.nn",
+                          "actorflow.comm")):
         _wire_global_tensors()
     value = mod if attr is None else getattr(mod, attr)
     globals()[name] = value  # later look-ups skip __getattr__
     return value
+
+
+def _oneflow_name(name: str) -> Any:
+    """OneFlow's top-level names that are not in ``_LAZY``: dtype objects (``af.float32``,
+    ``af.long``) and every functional op (``af.relu``, ``af.cat``), straight from the
+    functional op registry, so an op declared later needs no edit here."""
+    if not name.startswith("_") and name not in _submodules():
+        from actorflow.kernels import dtype
+
+        if name in dtype.DTYPES or name in dtype.ALIASES:
+            return dtype.as_dtype(name)
+        functional = importlib.import_module("actorflow.frontend.functional")
+        _wire_global_tensors()
+        op = functional.lookup(name)
+        if op is not None:
+            return op
+    raise AttributeError(f"module 'actorflow' has no attribute {name!r}")
+
+
+_SUBMODULES: set[str] = set()
+
+
+def _submodules() -> set[str]:
+    """actorflow's own modules and packages: ``from actorflow import spmd`` asks
+    ``__getattr__`` first, which must then leave the import system to load it."""
+    if not _SUBMODULES:
+        import pkgutil
+
+        _SUBMODULES.update(m.name for m in pkgutil.iter_modules(__path__))
+    return _SUBMODULES
 
 
 def _wire_global_tensors() -> None:
@@ -102,18 +149,30 @@ def _wire_global_tensors() -> None:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY})  # functional ops and dtypes: see af.functional
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
+    from actorflow import comm, nn, optim
     from actorflow.eager.device import Device
     from actorflow.eager.device import as_device as device
-    from actorflow.frontend import functional, sbp
+    from actorflow.frontend import autograd, sbp
+    from actorflow.frontend import functional_nn as functional
+    from actorflow.frontend.autograd.mode import (
+        enable_grad,
+        is_grad_enabled,
+        no_grad,
+        set_grad_enabled,
+    )
     from actorflow.frontend.creation import arange, counters, full, ones, randn, sync, tensor, zeros
     from actorflow.frontend.eager_tensor import EagerTensor
+    from actorflow.frontend.functional_nn import manual_seed
     from actorflow.frontend.global_tensor import EagerGlobalTensor
     from actorflow.frontend.job import Job, compile, input, job, output, random_input, variable
     from actorflow.frontend.placement import placement
+    from actorflow.frontend.size import Size
+    from actorflow.frontend.tensor import TensorMethods as Tensor
+    from actorflow.frontend.tensor import is_tensor
     from actorflow.frontend.variables import read_variable
     from actorflow.plan import Plan, PlanBuilder, load_plan, save_plan
     from actorflow.session import ClusterSession, Session

@@ -1,7 +1,29 @@
 """One small exception hierarchy for everything actorflow raises on purpose.
 
+Errors that OneFlow raises as built-in exceptions subclass those too, keeping their names
+(``OpError`` is a ``RuntimeError``, ``DimensionError`` an ``IndexError``, ``UsageError`` a
+``ValueError`` and a ``RuntimeError``, ``ArgumentTypeError`` a ``TypeError``), so code
+written for OneFlow (``except RuntimeError``) catches them (``docs/oneflow.md``).
+
 Every error names the thing it is about (file, task, op, regst desc, address) so the
 message alone tells the user what to fix.  Causes are chained with ``raise ... from``.
+Two branches say whose the problem is:
+
+- ``InputError``: what was given is wrong -- a plan, a job, an argument, a file, a message
+  a peer sent.  Fix it; retrying the same thing fails the same way (never retried).
+- ``RunError``: the run failed while it ran -- a kernel raised, a wait ran out of time, a
+  socket, unit, rank or machine was lost, or actorflow itself has a bug (``InternalError``).
+
+```
+ActorflowError
+  InputError      PlanError (PlanLoadError, PlanValidationError), CompileError,
+                  UsageError, ArgumentTypeError, OpError (DimensionError), RegistryError
+                  (UnknownOpError), ProtocolError, MalformedMessage, ConsistencyError,
+                  DeviceError, TraceError, AutogradError
+  RunError        KernelError, EagerKernelError, JobRunError, WaitTimeout (StallError),
+                  SessionClosed, TransportError (CommClosed, UnitLost), LaunchError,
+                  CollectiveError (RankLost), InternalError
+```
 """
 
 from __future__ import annotations
@@ -13,11 +35,15 @@ class ActorflowError(Exception):
     """Base of every error actorflow raises on purpose."""
 
 
-class FatalError(ActorflowError):
-    """An error that must never be retried (bad plan, bad input, protocol violation)."""
+class InputError(ActorflowError):
+    """What was given is wrong (plan, job, argument, file, a peer's message); never retried."""
 
 
-class PlanError(FatalError):
+class RunError(ActorflowError):
+    """The run failed while it ran (kernel, wait, socket, unit, rank, machine, or a bug)."""
+
+
+class PlanError(InputError):
     """A plan that cannot be loaded, saved or run."""
 
 
@@ -29,27 +55,34 @@ class PlanValidationError(PlanError):
     """A plan that breaks one of the rules of ``Plan.validate``."""
 
 
-class CompileError(FatalError):
+class CompileError(InputError, RuntimeError):
     """A job that cannot be lowered into a plan (shape mismatch, bad SBP, ...)."""
 
 
-class UsageError(FatalError, ValueError):
+class UsageError(InputError, ValueError, RuntimeError):
     """A bad value given to a public API (placement ranks, SBP axis, job settings)."""
 
 
-class ArgumentTypeError(FatalError, TypeError):
+class ArgumentTypeError(InputError, TypeError):
     """An argument of the wrong type (functional op signatures, placement, SBP)."""
 
 
-class OpError(FatalError):
+class OpError(InputError, RuntimeError):
     """An op type, attribute or input that the op definition rejects."""
 
 
-class ProtocolError(FatalError):
-    """A message that breaks the actor protocol (unknown desc, double ack, ...)."""
+class ProtocolError(InputError):
+    """A message that breaks the actor protocol (unknown desc, double ack, a task that is not
+    hosted here, no route): a plan that is wrong or a peer that misbehaves."""
 
 
-class KernelError(ActorflowError):
+class MalformedMessage(InputError):
+    """A received message its receiver refuses: undecodable, over a transport limit, or
+    breaking the receiver's wire rules; names the peer.  Receivers drop and count it; on an
+    authenticated run (only holders of the run's key can send) it fails the run."""
+
+
+class KernelError(RunError, RuntimeError):
     """A kernel raised while an actor acted; carries where it happened."""
 
     def __init__(
@@ -99,7 +132,7 @@ class KernelError(ActorflowError):
         )
 
 
-class JobRunError(ActorflowError):
+class JobRunError(RunError):
     """A piece of a job of a multi-job plan failed; names the job, the task and the piece."""
 
     def __init__(self, job: str, piece_id: int, message: str, task_id: int | None = None) -> None:
@@ -109,25 +142,16 @@ class JobRunError(ActorflowError):
         super().__init__(message)
 
 
-class WaitTimeout(ActorflowError, TimeoutError):
+class WaitTimeout(RunError, TimeoutError):
     """A blocking wait ran out of time; the message names what it waited for."""
 
 
-class SessionClosed(ActorflowError):
+class SessionClosed(RunError):
     """The session was used after it was closed or after it failed."""
 
 
-class TransportError(ActorflowError):
+class TransportError(RunError):
     """A socket, address or codec problem; raised from the underlying cause."""
-
-
-class MessageRejected(TransportError):
-    """A received message broke a transport limit or could not be decoded (names the peer)."""
-
-
-class MalformedMessage(TransportError):
-    """A decoded message that breaks the wire rules of its receiver; names the peer and what
-    was wrong (raised when the run is authenticated, so the sender holds the run's key)."""
 
 
 class CommClosed(TransportError):
@@ -138,11 +162,16 @@ class UnitLost(TransportError):
     """An execution unit (a unit process) died mid-run; names the unit, machine and signal."""
 
 
-class LaunchError(ActorflowError):
+class InternalError(RunError):
+    """A bug in actorflow itself: an unexpected exception inside the runtime (a unit's loop,
+    a receiver), chained as the cause; the run is stopped rather than left hanging."""
+
+
+class LaunchError(RunError):
     """flowlaunch could not start, supervise or reach a worker."""
 
 
-class TraceError(ActorflowError):
+class TraceError(InputError):
     """A trace file or trace directory that cannot be read or is inconsistent."""
 
 
@@ -153,7 +182,7 @@ class StallError(WaitTimeout):
     dump_path: str | None = None  # the flight-recorder dump written for it, if any
 
 
-class RegistryError(FatalError, LookupError):
+class RegistryError(InputError, LookupError):
     """A name registered twice, or looked up but never registered (lists the known ones)."""
 
 
@@ -161,7 +190,7 @@ class UnknownOpError(OpError, RegistryError):
     """An op type that no op definition registered (an ``OpError`` where ops are checked)."""
 
 
-class CollectiveError(ActorflowError):
+class CollectiveError(RunError, RuntimeError):
     """A collective could not complete: a rank died, left, or sent what was not expected."""
 
 
@@ -173,11 +202,11 @@ class RankLost(CollectiveError):
         super().__init__(message)
 
 
-class ConsistencyError(FatalError):
+class ConsistencyError(InputError, RuntimeError):
     """Ranks disagree on what should be the same global tensor (meta or data); names them."""
 
 
-class EagerKernelError(ActorflowError):
+class EagerKernelError(RunError, RuntimeError):
     """The kernel of an eagerly issued op failed on its stream; surfaces at the next wait
     (``.numpy()``, ``af.sync()``, printing) naming the op and the user's file:line."""
 
@@ -195,6 +224,15 @@ class EagerKernelError(ActorflowError):
         super().__init__(msg)
 
 
-class DeviceError(FatalError):
+class DeviceError(InputError, RuntimeError):
     """No usable device: CuPy missing (names the extra to install), a device index past the
     devices this machine has, a device type that is not known."""
+
+
+class AutogradError(InputError, RuntimeError):
+    """``backward()`` cannot proceed: an op with no gradient rule, a gradient whose shape is
+    not its tensor's, a graph already freed, a root that does not require grad."""
+
+
+class DimensionError(OpError, IndexError):
+    """A dimension or index out of range (OneFlow raises ``IndexError``); names the range."""

@@ -84,6 +84,20 @@ class Env:
         """The world group (every rank), set up on first use."""
         return collective.world()
 
+    # OneFlow's names (``flow.env.get_rank()`` ...)
+    def get_rank(self) -> int:
+        return self.rank
+
+    def get_world_size(self) -> int:
+        return self.world_size
+
+    def get_local_rank(self) -> int:
+        return self.local_rank
+
+    def get_node_size(self) -> int:
+        """The number of nodes: the world size over the ranks per node."""
+        return max(1, self.world_size // max(1, self.local_world_size))
+
     def device(self, device_type: str = "cpu") -> str:
         """The device this rank uses for ``device_type``: ``cuda:0`` or ``cpu``.
 

@@ -16,7 +16,7 @@ from actorflow.actors.coalesce import land_batch
 from actorflow.actors.landing import land
 from actorflow.actors.routing import Router
 from actorflow.actors.unit_loop import run_unit
-from actorflow.errors import MessageRejected
+from actorflow.errors import MalformedMessage
 from actorflow.protocol.messages import ACK, EORD, READY, Msg
 from actorflow.session import ClusterSession
 from actorflow.transport.comm import listen
@@ -87,7 +87,7 @@ def test_a_malformed_batch_is_rejected_naming_where():
     from actorflow.transport.comm import Message
 
     bad = Message(uw.BATCH, [[[0, 1, 7], 2]], None, [])
-    with pytest.raises(MessageRejected, match="unit 9: a BATCH entry claims 2 blobs"):
+    with pytest.raises(MalformedMessage, match="unit 9: a BATCH entry claims 2 blobs"):
         land_batch(bad, lambda m: None, "unit 9", _as_msg)
 
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import actorflow as af
-from actorflow.actors.inbound import Inbound, MalformedMessage
+from actorflow.actors.inbound import Inbound
 from actorflow.actors.node import MachineView
+from actorflow.errors import MalformedMessage
 from actorflow.protocol.messages import ACK, CLIENT, CMD, EORD, READY, Msg
 
 

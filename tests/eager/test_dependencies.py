@@ -17,14 +17,13 @@ from actorflow.eager import (
     INSTRUCTION_TYPES,
     register_instruction_type,
 )
-from actorflow.eager.blob import BlobObject
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU
 from actorflow.errors import RegistryError
 
 
 def test_write_reads_write_read_across_two_streams(vm):
-    blob = BlobObject((1,), "float64", CPU, np.zeros(1))
+    blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
     log, issued = Log(), threading.Event()
     seen: dict[str, float] = {}
     labels: dict[str, str] = {}
@@ -64,7 +63,7 @@ def test_write_reads_write_read_across_two_streams(vm):
 
 
 def test_write_after_write_across_streams_keeps_the_last_value(vm):
-    blob = BlobObject((1,), "float64", CPU, np.zeros(1))
+    blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
     issued, fast_started = threading.Event(), threading.Event()
 
     def first(host):
@@ -88,7 +87,7 @@ def test_write_after_write_across_streams_keeps_the_last_value(vm):
 def test_independent_streams_overlap(vm):
     """No shared blob, no order: the two streams run at the same time (each step waits at
     a barrier for the other, which only works if both run at once)."""
-    a, c = BlobObject((1,), "float64", CPU), BlobObject((1,), "float64", CPU)
+    a, c = vm.core.Blob((1,), "float64", CPU), vm.core.Blob((1,), "float64", CPU)
     both = threading.Barrier(2)
     met: dict[str, int] = {}
 

@@ -12,13 +12,12 @@ import threading
 import numpy as np
 from tests.eager.steps import WINDOW, Log  # (also registers test.main/side.step)
 
-from actorflow.eager.blob import BlobObject
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU
 
 
 def test_submit_one_orders_across_streams_and_within_one(vm):
-    blob = BlobObject((1,), "float64", CPU, np.zeros(1))
+    blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
     log, issued = Log(), threading.Event()
     seen: dict[str, float] = {}
     held: list[bool] = []

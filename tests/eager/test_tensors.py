@@ -101,9 +101,9 @@ def test_repeated_calls_reuse_one_op_expression_and_inference():
     from actorflow.frontend.eager_tensor import EAGER_LOCAL
 
     x = af.tensor(np.ones(3, np.float32))
-    before = len(EAGER_LOCAL._infer)
+    before = len(EAGER_LOCAL._plans)
     y = x
     for _ in range(50):
         y = y * 1.5
-    assert len(EAGER_LOCAL._infer) <= before + 1
+    assert len(EAGER_LOCAL._plans) <= before + 1
     np.testing.assert_array_equal(y.numpy(), np.full(3, 1.5 ** 50, np.float32))

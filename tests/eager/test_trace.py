@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import numpy as np
-from tests.eager.test_dependencies import CPU, BlobObject, InstructionsBuilder
+from tests.eager.test_dependencies import CPU, InstructionsBuilder
 
 import actorflow as af
 import actorflow.functional as F
@@ -18,12 +18,13 @@ from actorflow.launcher.cli import main
 
 def test_af_trace_records_a_track_per_stream_for_the_trace_tools(tmp_path, capsys, vm):
     d = tmp_path / "tr"
+    vm.fuse = False  # an act per op (fused chains: test_fused_chain_is_one_act_naming_each_op)
     with af.trace(d):
         x = af.randn(32, 32, seed=3)
         line = f"test_trace.py:{sys._getframe().f_lineno + 2}"
         for _ in range(4):
             x = F.relu(x @ x) * 0.05
-        blob = BlobObject((1,), "float64", CPU, np.zeros(1))
+        blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
         b = InstructionsBuilder(vm)  # one instruction on a second stream
         b.call("test.side.step", CPU, "side", lambda host: None, [], [blob])
         b.submit()
@@ -62,4 +63,31 @@ def test_trace_by_environment_variable(tmp_path, scheduler):
     names = [e["name"] for e in json.loads((tmp_path / "e.json").read_text())["traceEvents"]
              if e["ph"] == "X"]
     assert any(n.startswith("constant @ <string>:3") for n in names)
-    assert any(n.startswith("scalar_mul @ <string>:3") for n in names)
+    assert any("scalar_mul @ <string>:3" in n for n in names)  # (maybe fused: "a + b")
+
+
+def test_fused_chain_is_one_act_naming_each_op(tmp_path, vm):
+    d = tmp_path / "fused"
+    with af.trace(d):
+        x = af.randn(64, 64, seed=1)
+        af.sync()
+        vm.stream("cpu.compute", 0).run_lock.acquire()  # hold the worker: the chain stays queued
+        try:
+            y = F.relu(x @ x)
+            line = sys._getframe().f_lineno + 1
+            z = (y * 2.0 + 1.0).exp()
+        finally:
+            vm.stream("cpu.compute", 0).run_lock.release()
+        value = z.numpy()
+    want = np.exp(np.maximum(x.numpy() @ x.numpy(), 0) * 2 + 1)
+    np.testing.assert_allclose(value, want, rtol=1e-5)
+    assert main(["trace", "export", str(d), "-o", str(tmp_path / "t.json")]) == 0
+    slices = [e["name"] for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+              if e["ph"] == "X"]
+    ops = [f"relu @ test_trace.py:{line - 2}"] + [
+        f"{op} @ test_trace.py:{line}" for op in ("scalar_mul", "scalar_add", "exp")]
+    chain = [s for s in slices if s.startswith("matmul @ ")]
+    if vm.fuse:
+        assert len(chain) == 1 and chain[0].split(" + ")[1:] == ops, slices
+    else:  # the thread scheduler never fuses
+        assert chain == [f"matmul @ test_trace.py:{line - 2}"] and set(ops) <= set(slices)

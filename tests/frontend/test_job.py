@@ -84,7 +84,7 @@ def test_names_must_be_unique_and_tensors_from_one_job():
 
 def test_variable_init_errors():
     with af.Job("v"):
-        with pytest.raises(ValueError, match="init must be 'zeros', 'normal' or 'file'"):
+        with pytest.raises(ValueError, match="init must be one of zeros, constant, normal"):
             af.variable("a", (2,), init="ones")
         with pytest.raises(ValueError, match="init='file' needs path="):
             af.variable("b", (2,), init="file")

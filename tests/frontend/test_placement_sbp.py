@@ -49,7 +49,7 @@ def test_sbp_objects_are_cached_and_hashable():
     assert af.sbp.split(2).code == "S2" and af.sbp.broadcast.code == "B"
     assert af.sbp.partial_sum.code == "P"
     assert from_code("S2") is af.sbp.split(2) and from_code("P") is af.sbp.partial_sum
-    assert repr(af.sbp.split(1)) == "sbp.split(axis=1)"
+    assert repr(af.sbp.split(1)) == "actorflow.sbp.split(dim=1)"  # as OneFlow's
     with pytest.raises(AttributeError):
         af.sbp.split(0).axis = 3
 
@@ -72,8 +72,8 @@ def test_bad_split_axes(axis, exc, message):
 
 
 def test_split_axis_beyond_rank_is_rejected_when_used():
-    with af.Job("axes"), pytest.raises(ValueError, match=r"cannot use sbp.split\(axis=2\) on a "
-                                                         "tensor of rank 2"):
+    with af.Job("axes"), pytest.raises(
+            ValueError, match=r"cannot use actorflow.sbp.split\(dim=2\) on a tensor of rank 2"):
         af.input("x", (4, 4), placement=af.placement("cpu", ranks=[0, 1]), sbp=af.sbp.split(2))
     with af.Job("axes2"):
         x = af.input("x", (4, 4))

@@ -113,15 +113,17 @@ def test_matmul_transposes_and_float64_result():
 def test_reductions_over_axes(axis, keepdims):
     ax = tuple(axis) if isinstance(axis, list) else axis
     s = run_op("reduce_sum", {"in": I}, {"axis": axis, "keepdims": keepdims})["out"]
-    m = run_op("reduce_mean", {"in": I}, {"axis": axis, "keepdims": keepdims})["out"]
+    m = run_op("reduce_mean", {"in": I * 1.0}, {"axis": axis, "keepdims": keepdims})["out"]
     np.testing.assert_array_equal(s, I.sum(axis=ax, keepdims=keepdims))
-    assert m.dtype == np.float64  # mean of ints is float
+    assert s.dtype == np.int64 and m.dtype == np.float64
     np.testing.assert_allclose(m, I.mean(axis=ax, keepdims=keepdims))
+    with pytest.raises(OpError, match="mean of floating types, not int"):  # as OneFlow
+        run_op("reduce_mean", {"in": I}, {"axis": axis, "keepdims": keepdims})
 
 
-def test_int_division_gives_float64():
+def test_int_division_gives_float32():  # OneFlow's promotion (kernels/dtype.py)
     out = run_op("div", {"a": I, "b": I + 1})["out"]
-    assert out.dtype == np.float64
+    assert out.dtype == np.float32
     np.testing.assert_allclose(out, I / (I + 1))
 
 

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from actorflow.errors import CommClosed, MessageRejected, RegistryError, TransportError
+from actorflow.errors import CommClosed, MalformedMessage, RegistryError, TransportError
 from actorflow.transport import Limits, Outbox, Security, codec, connect, listen
 from actorflow.transport.registry import local_address, tcp_address
 
@@ -129,7 +129,7 @@ def test_limits_reject_with_the_reason_and_keep_the_stream_in_step(inbox):
             if why == "liar":
                 assert _recv(inbox).body == "liar"
                 continue
-            with pytest.raises(MessageRejected, match=why) as e:
+            with pytest.raises(MalformedMessage, match=why) as e:
                 inbox.recv(5.0)
             assert inbox.address in str(e.value)  # names where it arrived
         m = _recv(inbox)  # the stream is still at a message boundary
@@ -145,7 +145,7 @@ def test_other_wire_versions_are_rejected_by_name(inbox):
     out = connect(inbox.address)
     try:
         out.send_head(msgpack.packb([99, 1, None, None]))
-        with pytest.raises(MessageRejected, match="wire version 99; this actorflow speaks 1"):
+        with pytest.raises(MalformedMessage, match="wire version 99; this actorflow speaks 1"):
             inbox.recv(5.0)
     finally:
         out.close()

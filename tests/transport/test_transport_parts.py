@@ -15,7 +15,7 @@ import actorflow as af
 from actorflow.actors import unit_wire as uw
 from actorflow.actors.node import MachineNode
 from actorflow.actors.routing import Router, compose_address, split_address
-from actorflow.errors import ProtocolError, RegistryError, TransportError
+from actorflow.errors import MalformedMessage, ProtocolError, RegistryError, TransportError
 from actorflow.protocol.messages import ACK, READY, Msg
 from actorflow.transport import Outbox, codec, listen
 from actorflow.transport.registry import local_address
@@ -54,9 +54,9 @@ def test_codec_writes_into_preallocated_memory_and_checks_shapes():
 
 
 def test_codec_rejects_other_wire_versions_and_garbage():
-    with pytest.raises(TransportError, match="wire version 99"):
+    with pytest.raises(MalformedMessage, match="wire version 99"):
         codec.decode_head(msgpack.packb([99, 0, [], None]))
-    with pytest.raises(TransportError, match="undecodable message header"):
+    with pytest.raises(MalformedMessage, match="undecodable message header"):
         codec.decode_head(b"\xc1garbage")
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from actorflow.actors import unit_wire as uw
-from actorflow.errors import MessageRejected
+from actorflow.errors import MalformedMessage
 from actorflow.protocol.messages import Msg
 from actorflow.transport import codec
 from actorflow.transport.comm import Comm, Message
@@ -69,26 +69,26 @@ def unpack(m: Message, where: str) -> Iterator[Message]:
     heads = m.body
     metas, frames = m.metas or [], m.frames
     if not isinstance(heads, list):
-        raise MessageRejected(f"{where}: a BATCH whose body is {type(heads).__name__}, "
-                              "expected a list of [header, blob count]")
+        raise MalformedMessage(f"{where}: a BATCH whose body is {type(heads).__name__}, "
+                               "expected a list of [header, blob count]")
     i = 0
     for entry in heads:
         try:
             header, n = entry
         except (TypeError, ValueError) as e:
-            raise MessageRejected(f"{where}: a BATCH entry {entry!r:.80} is not "
-                                  "[header, blob count]") from e
+            raise MalformedMessage(f"{where}: a BATCH entry {entry!r:.80} is not "
+                                   "[header, blob count]") from e
         if not isinstance(n, int) or n < 0 or i + n > len(metas):
-            raise MessageRejected(f"{where}: a BATCH entry claims {n!r} blobs but "
-                                  f"{len(metas) - i} remain of {len(metas)}")
+            raise MalformedMessage(f"{where}: a BATCH entry claims {n!r} blobs but "
+                                   f"{len(metas) - i} remain of {len(metas)}")
         if n:
             yield Message(uw.MSG, header, metas[i:i + n], frames[i:i + n], m.peer)
             i += n
         else:
             yield Message(uw.MSG, header, None, [], m.peer)
     if i != len(metas):
-        raise MessageRejected(f"{where}: a BATCH carries {len(metas)} blobs, its entries "
-                              f"name {i}")
+        raise MalformedMessage(f"{where}: a BATCH carries {len(metas)} blobs, its entries "
+                               f"name {i}")
 
 
 def land_batch(m: Message, land: Callable[[Message], Msg | None], where: str,
@@ -119,8 +119,8 @@ def land_batch(m: Message, land: Callable[[Message], Msg | None], where: str,
             try:
                 msg = check(sub.body)
             except TypeError as e:
-                raise MessageRejected(f"{where}: an actor message with a malformed header "
-                                      f"{sub.body!r:.80}") from e
+                raise MalformedMessage(f"{where}: an actor message with a malformed header "
+                                       f"{sub.body!r:.80}") from e
         if msg is not None:
             out.append(msg)
     return out

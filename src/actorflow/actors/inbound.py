@@ -26,9 +26,6 @@ from actorflow.transport.auth import current_key
 _INT_MAX = 2**63 - 1
 _CMDS = ("start", "stop", "feed", "close", "send")  # send: a multi-job request's ids
 
-__all__ = ["Inbound", "MalformedMessage"]  # the error lives in actorflow.errors (mesh too)
-
-
 def _is_int(v: Any, lo: int = -1) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= _INT_MAX
 
@@ -151,4 +148,4 @@ def _len(v: Any) -> int:
         return 0
 
 
-__all__ = ["Inbound", "MalformedMessage"]
+__all__ = ["Inbound"]

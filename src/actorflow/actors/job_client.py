@@ -11,8 +11,9 @@ A request pushes the job's feeds to its input actors and the job's critical-sect
 the main job's ``wait_and_send_ids`` actor; the reentrant lock, not the caller, keeps
 conflicting jobs apart.  The request's future completes when every output of that piece
 arrived and every machine's callback tick reported the piece done (``on_deliver``).
-``af.Session`` wraps one for in-process runs (``actorflow.job_session``); ``flowlaunch
-sim`` drives one over machines talking through sockets.
+``af.Session`` holds one for a multi-job plan (``actors.piece_client.PieceClient`` is the
+counterpart for a plan of one job); ``flowlaunch sim`` drives one over machines talking
+through sockets.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ class JobClient:
         self.runtime: Any = None
         # the jobs a caller names; each request of one also runs its push jobs (one per
         # input, carrying the feeds) and pull jobs (one per output, bringing the results)
-        self.jobs: dict[str, JobInfo] = {j.name: j for j in plan.jobs[:-1]
-                                         if not is_push_pull(j.name)}
+        self._named: dict[str, JobInfo] = {j.name: j for j in plan.jobs[:-1]
+                                           if not is_push_pull(j.name)}
         self._by_id = {j.job_id: j for j in plan.jobs}
         self._pushes: dict[str, list[JobInfo]] = {}
         self._pulls: dict[str, list[JobInfo]] = {}
@@ -87,6 +88,11 @@ class JobClient:
         self._submit_lock = threading.Lock()
         self._lock = threading.Lock()
         self._closed = False
+
+    @property
+    def jobs(self) -> list[str]:
+        """The names a request takes (sorted; ``__save__``/``__load__`` among them)."""
+        return sorted(self._named)
 
     def attach(self, runtime: Any) -> None:
         """The runtime requests go to (``push_feed``, ``command``, ``error``)."""
@@ -126,18 +132,18 @@ class JobClient:
             self.runtime.push_feed(inputs[name].task_id, blobs)
         return req.future
 
-    def run(self, job: Any, feeds: Mapping[str, Any] | None = None,
+    def run(self, job: str | None, feeds: Mapping[str, Any] | None = None,
             timeout: float | None = None) -> Any:
-        """One piece of ``job``: its output (one array), its outputs (a dict), or None."""
-        if isinstance(job, Mapping) and feeds is None:  # run(feeds) on a one-job plan
-            job, feeds = self._only_job(), job
+        """One piece of ``job`` (None: the plan's only job besides save/load): its output
+        (one array), its outputs (a dict), or None."""
+        job = self._only_job() if job is None else job
         return _unwrap(self.result(self.submit(job, feeds), job, timeout))
 
-    def run_many(self, job: Any, feeds: Iterable[Mapping[str, Any]] | None = None,
+    def run_many(self, job: str | None, feeds: Iterable[Mapping[str, Any]],
                  window: int = 8) -> Iterator[Any]:
-        """Many pieces of ``job`` with up to ``window`` in flight; outputs in order."""
-        if feeds is None:
-            job, feeds = self._only_job(), job
+        """Many pieces of ``job`` (None: the only one) with up to ``window`` in flight;
+        outputs in order."""
+        job = self._only_job() if job is None else job
         in_flight: list[Future] = []
         for f in feeds:
             in_flight.append(self.submit(job, f))
@@ -252,10 +258,10 @@ class JobClient:
             raise SessionClosed("no more requests: the session is closed")
 
     def _job(self, name: str, why: str = "") -> JobInfo:
-        info = self.jobs.get(name) if isinstance(name, str) else None
+        info = self._named.get(name) if isinstance(name, str) else None
         if info is None:
             raise UsageError(f"{why + ': ' if why else ''}the plan has no job {name!r}; its "
-                             f"jobs: {sorted(self.jobs)}")
+                             f"jobs: {self.jobs}")
         return info
 
     def _only_job(self) -> str:

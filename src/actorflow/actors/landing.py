@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from actorflow.errors import MessageRejected, ProtocolError
+from actorflow.errors import MalformedMessage, ProtocolError
 from actorflow.protocol.messages import CMD, READY, Msg
 from actorflow.transport.comm import Message
 
@@ -28,8 +28,8 @@ def land(m: Message, memory: Mapping[int, list[dict]], feed: Feed, where: str) -
     try:
         msg = Msg(*m.body)
     except TypeError as e:
-        raise MessageRejected(f"{where}: an actor message with a malformed header "
-                              f"{m.body!r:.80}") from e
+        raise MalformedMessage(f"{where}: an actor message with a malformed header "
+                               f"{m.body!r:.80}") from e
     if not m.metas:
         return msg
     if msg.type == CMD:  # a fed piece: the CMD carries its arrays

@@ -38,10 +38,16 @@ from actorflow.actors.hosting import (
     Recorder,
     UnitHosting,
 )
-from actorflow.actors.inbound import Inbound, MalformedMessage
+from actorflow.actors.inbound import Inbound
 from actorflow.actors.routing import Router, split_address
 from actorflow.actors.unit_loop import serve
-from actorflow.errors import ActorflowError, MessageRejected, TransportError, WaitTimeout
+from actorflow.errors import (
+    ActorflowError,
+    InternalError,
+    MalformedMessage,
+    TransportError,
+    WaitTimeout,
+)
 from actorflow.plan.model import Plan, RegstDesc, Task
 from actorflow.protocol.messages import Msg, cmd
 from actorflow.registry import Registry
@@ -308,7 +314,7 @@ class MachineNode:
         assert inbox is not None
         try:
             return inbox.recv(timeout)
-        except MessageRejected as e:  # undecodable or over the limits: drop it
+        except MalformedMessage as e:  # undecodable or over the limits: drop it
             self._malformed(self.inbound.reject(str(e)))
         except TransportError as e:  # the socket itself failed (or was closed)
             if not self._rx_stop.is_set():
@@ -340,7 +346,7 @@ class MachineNode:
         except ActorflowError as e:
             self.fail(e)
         except Exception as e:  # a bug: still fail the run loudly
-            err = TransportError(f"{self.name}: receiver crashed: {type(e).__name__}: {e}")
+            err = InternalError(f"{self.name}: receiver crashed: {type(e).__name__}: {e}")
             err.__cause__ = e
             self.fail(err)
 

@@ -36,6 +36,7 @@ from actorflow.actors.procstate import frozen_after, is_stopped
 from actorflow.actors.routing import Router, compose_address
 from actorflow.errors import (
     ActorflowError,
+    InternalError,
     KernelError,
     ProtocolError,
     TransportError,
@@ -341,10 +342,15 @@ class ProcessHosting:
 
 
 def error_from_body(body: dict) -> ActorflowError:
-    """Rebuild a unit's error: KernelError from its dict, others by class name."""
+    """Rebuild a unit's error: KernelError from its dict, others by class name (a name that
+    is not an actorflow error, or a class not built from a message alone: InternalError)."""
     if body.get("type") == "KernelError":
         return KernelError.from_dict(body["kernel"])
+    message = str(body.get("message", "unit failed"))
     cls = getattr(errors, str(body.get("type")), None)
-    if not (isinstance(cls, type) and issubclass(cls, ActorflowError)) or cls is KernelError:
-        cls = ProtocolError
-    return cls(str(body.get("message", "unit failed")))
+    if isinstance(cls, type) and issubclass(cls, ActorflowError) and cls is not KernelError:
+        try:
+            return cls(message)
+        except TypeError:  # needs more than a message (RankLost, JobRunError, ...)
+            pass
+    return InternalError(message)

@@ -26,14 +26,14 @@ import msgpack
 from actorflow.actors import unit_wire as uw
 from actorflow.actors.coalesce import land_batch
 from actorflow.actors.delivery import Batcher
-from actorflow.actors.inbound import Inbound, MalformedMessage
+from actorflow.actors.inbound import Inbound
 from actorflow.actors.landing import land
 from actorflow.actors.memory import SharedDeviceAllocator, ShmAllocator
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_loop import run_unit
 from actorflow.actors.unit_status import StatusResponder
-from actorflow.errors import ActorflowError, KernelError, MessageRejected, ProtocolError
+from actorflow.errors import ActorflowError, KernelError, MalformedMessage, ProtocolError
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Task
 from actorflow.protocol.messages import Msg
@@ -132,7 +132,7 @@ class ProcessUnit:
         if m.kind == uw.BATCH:
             try:
                 return land_batch(m, self._land, self.name, self._check_head)
-            except MessageRejected as e:  # a malformed batch: dropped, or with the key an error
+            except MalformedMessage as e:  # a malformed batch: dropped, or with the key an error
                 err = self.inbound.reject(str(e))
                 if self.inbound.strict:
                     raise err from e
@@ -154,7 +154,7 @@ class ProcessUnit:
         without the node's token: dropped and counted, or with the run's key an error."""
         try:
             return True, uw.unseal(self.token, m.body, m.kind)
-        except MessageRejected as e:
+        except MalformedMessage as e:
             err = self.inbound.reject(str(e))
             if self.inbound.strict:
                 raise err from e
@@ -187,7 +187,7 @@ class ProcessUnit:
         (undecodable, over the limits): counted, and with the run's key an error."""
         try:
             return self.inbox.recv(timeout)
-        except MessageRejected as e:
+        except MalformedMessage as e:
             err = self.inbound.reject(str(e))
             if self.inbound.strict:
                 raise err from e
@@ -215,12 +215,12 @@ class ProcessUnit:
         while time.monotonic() < deadline and os.getppid() == ppid:
             try:
                 m = self.inbox.recv(0.2)
-            except MessageRejected:  # already failed: anything but STOP is ignored
+            except MalformedMessage:  # already failed: anything but STOP is ignored
                 continue
             if m is not None and m.kind == uw.STOP:
                 try:
                     uw.unseal(self.token, m.body, m.kind)
-                except MessageRejected:
+                except MalformedMessage:
                     continue  # not the node's
                 return
 
@@ -287,7 +287,7 @@ class _SocketSource:
 def error_body(e: BaseException, where: str) -> dict:
     if isinstance(e, KernelError):
         return {"type": "KernelError", "kernel": e.to_dict()}
-    name = type(e).__name__ if isinstance(e, ActorflowError) else "ProtocolError"
+    name = type(e).__name__ if isinstance(e, ActorflowError) else "InternalError"
     text = str(e) if isinstance(e, ActorflowError) else f"{type(e).__name__}: {e}"
     return {"type": name, "message": f"{where}: {text}", "traceback": traceback.format_exc()}
 

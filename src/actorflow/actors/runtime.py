@@ -21,7 +21,13 @@ from actorflow.actors.executors import ActorHost
 from actorflow.actors.hosting import Deliver, Recorder, UnitRecorder
 from actorflow.actors.memory import Allocator, HostAllocator, PinnedBuffers, unit_mem_case
 from actorflow.actors.unit_loop import Coalesced, run_unit
-from actorflow.errors import ActorflowError, KernelError, ProtocolError, WaitTimeout
+from actorflow.errors import (
+    ActorflowError,
+    InternalError,
+    KernelError,
+    ProtocolError,
+    WaitTimeout,
+)
 from actorflow.plan.memory import check_fits, desc_bytes
 from actorflow.plan.model import Plan, Task
 from actorflow.protocol.kinds import make_state
@@ -78,7 +84,7 @@ class ThreadUnit:
         except ActorflowError as e:
             rt.fail(e)
         except Exception as e:  # a bug in the runtime itself: still stop everything
-            rt.fail(ProtocolError(f"unit {self.name} crashed: {type(e).__name__}: {e}"), e)
+            rt.fail(InternalError(f"unit {self.name} crashed: {type(e).__name__}: {e}"), e)
 
     def _loop(self) -> None:
         run_unit(self, _QueueSource(self))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
-from actorflow.errors import MessageRejected
+from actorflow.errors import MalformedMessage
 
 MSG = 0  # an actor message (READY/ACK/EORD/CMD)
 DELIVER = 1  # unit -> node: an output piece [task_id, piece_id] + blobs
@@ -45,9 +45,9 @@ def seal(token: bytes, body: Any) -> list:
 
 
 def unseal(token: bytes, sealed: Any, kind: int) -> Any:
-    """The body of a control message, or ``MessageRejected`` if it lacks the node's token."""
+    """The body of a control message, or ``MalformedMessage`` if it lacks the node's token."""
     if (not isinstance(sealed, list) or len(sealed) != 2 or not isinstance(sealed[0], bytes)
             or not hmac.compare_digest(sealed[0], token)):
-        raise MessageRejected(f"{kind_name(kind)} message without the node's token "
-                              "(not from this machine's node or units)")
+        raise MalformedMessage(f"{kind_name(kind)} message without the node's token "
+                               "(not from this machine's node or units)")
     return sealed[1]

@@ -1,4 +1,4 @@
-"""The process-wide eager environment (the seed's ``Global<T>`` singletons).
+"""The process-wide eager environment (seed 000's ``Global<T>`` singletons).
 
 ``get_env()`` creates it on first use: the virtual machine (streams, workers, scheduler)
 and, with ``ACTORFLOW_EAGER_TRACE=DIR``, a trace recorder.  At interpreter exit it is torn
@@ -8,7 +8,8 @@ returns cannot hold the exit), and anything left undone or any error nobody wait
 is reported on stderr.  The collective helper adds the process group here later.
 
 Settings (environment): ``ACTORFLOW_EAGER_SCHEDULER`` = ``inline`` (default) | ``thread``;
-``ACTORFLOW_EAGER_TIMEOUT`` = seconds a wait may block (default 300).
+``ACTORFLOW_EAGER_TIMEOUT`` = seconds a wait may block (default 300);
+``ACTORFLOW_EAGER_FUSE=0`` turns fusion of element-wise chains off.
 """
 
 from __future__ import annotations
@@ -37,10 +38,13 @@ def _float_env(name: str, default: float) -> float:
 
 
 class Env:
-    def __init__(self, scheduler: str | None = None) -> None:
+    def __init__(self, scheduler: str | None = None, fuse: bool | None = None,
+                 core: str | None = None) -> None:
+        if fuse is None:
+            fuse = os.environ.get("ACTORFLOW_EAGER_FUSE", "1") != "0"
         self.vm = VirtualMachine(
             scheduler or os.environ.get("ACTORFLOW_EAGER_SCHEDULER", "inline"),
-            timeout=_float_env("ACTORFLOW_EAGER_TIMEOUT", 300.0))
+            timeout=_float_env("ACTORFLOW_EAGER_TIMEOUT", 300.0), fuse=fuse, core=core)
         self.tracer: Any = None
         trace_dir = os.environ.get("ACTORFLOW_EAGER_TRACE")
         if trace_dir:
@@ -84,14 +88,16 @@ def current_env() -> Env | None:
     return _ENV
 
 
-def shutdown(timeout: float | None = None, scheduler: str | None = None) -> list[str]:
+def shutdown(timeout: float | None = None, scheduler: str | None = None,
+             fuse: bool | None = None, core: str | None = None) -> list[str]:
     """Tear the environment down now (the next eager call makes a fresh one, with
-    ``scheduler`` if given); returns the problems found (see ``VirtualMachine.shutdown``)."""
+    ``scheduler``, ``fuse`` and ``core`` if given); returns the problems found (see
+    ``VirtualMachine.shutdown``)."""
     global _ENV
     with _LOCK:
         env, _ENV = _ENV, None
-        if scheduler is not None:
-            _ENV = Env(scheduler)
+        if scheduler is not None or fuse is not None or core is not None:
+            _ENV = Env(scheduler, fuse, core)
     if env is None:
         return []
     return env.shutdown(_float_env("ACTORFLOW_EAGER_EXIT_TIMEOUT", 10.0)

@@ -17,7 +17,10 @@ from typing import Any
 
 from actorflow.collective import boxing, world
 from actorflow.eager import global_tensor as gt
+from actorflow.eager.comm import issue_comm
+from actorflow.eager.env import get_vm
 from actorflow.eager.global_tensor import GlobalTensor, check_meta, rebox_local
+from actorflow.eager.tensor import caller_where
 from actorflow.errors import UsageError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.sbp import physical_attrs, signatures
@@ -48,9 +51,10 @@ class EagerGlobalInterpreter:
         axis = boxing.split_axis(code)
         if axis is not None and axis >= x.ndim:
             raise UsageError(f"to_global(): sbp {sbp!r} does not fit a local tensor of shape "
-                             f"{x.shape}")
+                             f"{x.shape}: Split axis out of range (expected to be in range of "
+                             f"[0, {x.ndim}), but got {axis}!)")
         meta = {"placement": [placement.device_type, list(ranks)], "sbp": code,
-                "dtype": x.dtype, "ndim": x.ndim}
+                "dtype": str(x.dtype), "ndim": x.ndim}
         if axis is None:
             meta["shape"] = list(x.shape)
         check_data = check_data or os.environ.get("ACTORFLOW_CHECK_GLOBAL_DATA", "") == "1"
@@ -66,8 +70,28 @@ class EagerGlobalInterpreter:
                     raise UsageError(f"to_global(): rank {r}'s local part has shape {have} "
                                      f"but {sbp!r} of the logical shape {tuple(shape)} over "
                                      f"ranks {list(ranks)} gives it {want}")
-        local = x.to(self.device_for(placement)) if g.global_rank in ranks else None
-        return self.tensor_cls._make(local, tuple(shape), x.dtype, placement, sbp)
+        local = None
+        if g.global_rank in ranks:
+            local = x if code != "B" or len(ranks) == 1 else self._first_ranks(g, x, ranks)
+            local = local.to(self.device_for(placement))
+        return self.tensor_cls._make(local, tuple(shape), str(x.dtype), placement, sbp)
+
+    def _first_ranks(self, g: Any, x: Any, ranks: tuple[int, ...]) -> Any:
+        """A broadcast tensor made from local data holds the placement's first rank's data
+        on every rank (OneFlow's rule: the logical tensor is one tensor, whatever the other
+        ranks passed); a broadcast within the placement, on the comm stream."""
+        sub = g.subgroup(ranks)
+        first = g.global_rank == ranks[0]
+        src = x.cpu()
+
+        def fn(a: Any) -> Any:
+            return sub.broadcast(a if first else None, root=0)
+
+        _instr, blob = issue_comm(get_vm(), f"broadcast of rank {ranks[0]}'s data to "
+                                  f"ranks {list(ranks)}", fn, [src._blob], tuple(x.shape),
+                                  str(x.dtype), caller_where())
+        assert blob is not None
+        return self.local.tensor_cls._from_blob(blob, get_vm())
 
     def my_region(self, shape: list[int], placement: Any, code: str) -> Any:
         """This rank's region of a tensor of ``shape`` laid out by ``code`` on
@@ -91,6 +115,11 @@ class EagerGlobalInterpreter:
         if placement.device_type != x.placement.device_type:
             raise UsageError(f"to_global(): moving a global tensor from {x.placement!r} to "
                              f"{placement!r} changes device type, which is not supported")
+        axis = boxing.split_axis(sbp.code)
+        if axis is not None and axis >= x.ndim:
+            raise UsageError(f"to_global(): sbp {sbp!r} does not fit a global tensor of shape "
+                             f"{x.shape}: Split axis out of range (expected to be in range of "
+                             f"[0, {x.ndim}), but got {axis}!)")
         return self._rebox(x, placement, sbp)
 
     def _rebox(self, x: GlobalTensor, placement: Any, sbp: Any) -> Any:
@@ -106,8 +135,10 @@ class EagerGlobalInterpreter:
     def apply(self, expr: Any, inputs: dict[str, Any], attrs: dict[str, Any]) -> Any:
         placements = {t.placement for t in inputs.values()}
         if len(placements) != 1:
-            raise UsageError(f"op '{expr.op_type}': its global inputs are on different "
-                             f"placements ({', '.join(map(repr, placements))}); move them to "
+            raise UsageError(f"op '{expr.op_type}': Expected all tensors to be on the same "
+                             "placement, but found at least two placements: its global inputs "
+                             "are on different placements "
+                             f"({', '.join(map(repr, placements))}); move them to "
                              "one with .to_global(placement=...) first")
         placement = placements.pop()
         descs = expr.opdef.infer_checked(

@@ -42,6 +42,8 @@ class InstructionType:
     """What an instruction does on its stream (``compute``), bound to a stream type."""
 
     stream_type = ""
+    fusable = False  # element-wise steps may join its instructions (``chain.try_fuse``)
+    own_inputs = False  # compute() checks its inputs for poison itself (per step)
 
     def compute(self, instr: Instruction, ctx: Any) -> None:
         raise NotImplementedError
@@ -71,8 +73,8 @@ _ids = itertools.count(1)
 class Instruction:
     """One unit of work for the VM; ``done`` flips once its stream finished it."""
 
-    __slots__ = ("deps", "dispatched", "done", "error", "id", "itype", "name", "operand",
-                 "reads", "stream", "where", "writes")
+    __slots__ = ("deps", "dispatched", "done", "error", "fusable", "id", "itype", "name",
+                 "operand", "reads", "started", "stream", "where", "writes")
 
     def __init__(self, itype: InstructionType, stream: StreamRt, name: str, operand: Any,
                  reads: list[BlobObject], writes: list[BlobObject],
@@ -88,6 +90,8 @@ class Instruction:
         # unfinished instructions of other streams; a shared empty tuple until there are any
         self.deps: Sequence[Instruction] = ()
         self.dispatched = False
+        self.started = False  # a stream took it from its FIFO (nothing joins it after that)
+        self.fusable = itype.fusable
         self.done = False
         self.error: Exception | None = None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actorflow.eager.chain import run_steps
 from actorflow.eager.instruction import (
     Instruction,
     InstructionType,
@@ -27,26 +28,16 @@ from actorflow.eager.instruction import (
 
 
 class KernelCall(InstructionType):
-    """operand: (kernel, {arg: input blob}, {arg: output blob}, attrs)."""
+    """operand: a list of ``chain.Step`` (one op, or a fused chain of element-wise ops)."""
+
+    fusable = True
+    own_inputs = True
 
     def __init__(self, stream_type: str) -> None:
         self.stream_type = stream_type
 
     def compute(self, instr: Instruction, host: Any) -> None:
-        kernel, ins, outs, attrs = instr.operand
-        empty = host.xp.empty
-        out_arrays = {}
-        for k, b in outs.items():
-            b.array = a = empty(b.shape, b.dtype)
-            out_arrays[k] = a
-            host.allocated += b.nbytes
-            host.allocs += 1
-        in_arrays = {}
-        for k, b in ins.items():  # a loop, not a comprehension (a call in 3.11)
-            in_arrays[k] = b.array
-        ctx = host.kctx
-        ctx.op_name = instr.name
-        kernel(ctx, in_arrays, out_arrays, attrs)
+        run_steps(instr, host)
 
 
 class Copy(InstructionType):

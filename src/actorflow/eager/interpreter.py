@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from actorflow.eager.blob import BlobObject
+from actorflow.eager.blob import BlobObject, meta_of
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU, Device, as_device
 from actorflow.eager.env import get_vm
-from actorflow.eager.instruction import Instruction
 from actorflow.eager.tensor import caller_where
 from actorflow.errors import ArgumentTypeError, UsageError
+from actorflow.kernels.blob import BlobDesc
 
 CACHE_LIMIT = 4096
 
@@ -39,71 +39,65 @@ class EagerLocalInterpreter:
 
     def __init__(self, tensor_cls: Any) -> None:
         self.tensor_cls = tensor_cls
-        self._infer: dict[Any, Any] = {}  # (expr, input metas, attrs) -> (outputs, kernel)
-        self._routes: dict[Device, Any] = {}  # device -> (compute instruction type, stream)
+        self._plans: dict[Any, Any] = {}  # (expr, input metas, attrs) -> IssuePlan
         self.global_interp: Any = None  # the eager global interpreter (frontend sets it)
 
     def apply(self, expr: Any, inputs: dict[str, Any], attrs: dict[str, Any]) -> Any:
-        blobs: dict[str, BlobObject] = {}
-        reads: list[BlobObject] = []
+        tensors = []
         device: Device | None = None
-        for k, t in inputs.items():
+        names = expr.opdef.input_names(inputs)
+        for k in names:
+            t = inputs.get(k)
+            if t is None:
+                break  # a wrong input name: inference names the op and what it expects
             b = t._blob
             if device is None:
                 device = b.device
             elif b.device is not device:
                 raise _mixed_devices(expr.op_type, inputs)
-            blobs[k] = b
-            reads.append(b)
-        return self._issue(get_vm(), expr, blobs, reads, attrs, device or CPU)
+            tensors.append(t)
+        if len(tensors) != len(inputs):
+            self._infer_outputs(expr, {k: t._blob for k, t in inputs.items()}, attrs)
+        vm = get_vm()
+        return self.plan(vm, expr, tensors, attrs, device or CPU).run(tensors, attrs,
+                                                                      caller_where())
 
     def apply_on(self, expr: Any, attrs: dict[str, Any], device: Any) -> Any:
         """An op with no inputs (a generator: constant, arange, ...) on ``device``."""
-        return self._issue(get_vm(), expr, {}, [], attrs, as_device(device))
+        vm = get_vm()
+        return self.plan(vm, expr, [], attrs, as_device(device)).run((), attrs, caller_where())
 
-    def _issue(self, vm: Any, expr: Any, blobs: dict[str, BlobObject], reads: list[BlobObject],
-               attrs: dict[str, Any], device: Device) -> Any:
-        # the hot path of every eager op: plain loops (a comprehension is a call in 3.11)
+    def plan(self, vm: Any, expr: Any, tensors: list[Any], attrs: dict[str, Any],
+             device: Device) -> Any:
+        """The issue plan of ``expr`` on these input tensors (in the op definition's input
+        order, all on ``device``) and attrs: cached per (op, input metas, attrs)."""
         metas = [expr]
-        for b in reads:
-            metas.append(b.meta)
+        for t in tensors:
+            metas.append(t._blob.meta)
         try:
             key: Any = (*metas, *attrs.items())
-            cached = self._infer.get(key)
+            plan = self._plans.get(key)
         except TypeError:  # list-valued attrs
             key = (*metas, _freeze(attrs))
-            cached = self._infer.get(key)
-        if cached is None:
-            cached = self._infer_outputs(key, expr, blobs, attrs)
-        outs, kernel = cached
-        out_blobs: dict[str, BlobObject] = {}
-        writes: list[BlobObject] = []
-        for k, shape, dtype, nbytes in outs:
-            out_blobs[k] = b = BlobObject(shape, dtype, device, None, nbytes)
-            writes.append(b)
-        route = self._routes.get(device)
-        if route is None or route[1].vm is not vm:
-            route = self._routes[device] = vm.route(f"{device.type}.compute", device)
-        # one compute instruction, straight to the VM (no builder and list: the hot path)
-        instr = Instruction(route[0], route[1], expr.op_type, (kernel, blobs, out_blobs, attrs),
-                            reads, writes, caller_where())
-        for b in writes:
-            b.producer = instr
-        vm.submit_one(instr)
-        wrap = self.tensor_cls._from_blob
-        if len(writes) == 1:
-            return wrap(writes[0], vm)
-        return tuple(wrap(b, vm) for b in writes)
+            plan = self._plans.get(key)
+        if plan is None or plan.vm is not vm:
+            names = expr.opdef.input_names({f"in_{i}": t for i, t in enumerate(tensors)}) \
+                if expr.opdef.variadic else list(expr.opdef.inputs)
+            blobs = {k: t._blob for k, t in zip(names, tensors)}
+            descs = self._infer_outputs(expr, blobs, attrs)
+            outs = tuple((k, meta_of(d.shape, d.dtype, device)) for k, d in descs.items())
+            itype, stream = vm.route(f"{device.type}.compute", device)
+            if len(self._plans) >= CACHE_LIMIT:
+                self._plans.clear()
+            plan = self._plans[key] = vm.core.IssuePlan(
+                vm, expr, tuple(names), attrs, outs, itype, stream, self.tensor_cls._from_blob,
+                _ufunc(expr.opdef.ufunc, [t._blob.meta for t in tensors], attrs, outs, device))
+        return plan
 
-    def _infer_outputs(self, key: Any, expr: Any, blobs: dict[str, BlobObject],
+    def _infer_outputs(self, expr: Any, blobs: dict[str, BlobObject],
                        attrs: dict[str, Any]) -> Any:
-        descs = expr.opdef.infer_checked(expr.op_type, {k: b.desc_view() for k, b in
-                                                        blobs.items()}, attrs)
-        outs = tuple((k, d.shape, d.dtype, d.nbytes()) for k, d in descs.items())
-        if len(self._infer) >= CACHE_LIMIT:
-            self._infer.clear()
-        cached = self._infer[key] = (outs, expr.opdef.kernel)
-        return cached
+        return expr.opdef.infer_checked(expr.op_type, {k: BlobDesc(b.shape, b.dtype) for k, b
+                                                       in blobs.items()}, attrs)
 
     # -- tensors from host values ----------------------------------------------------------
     def from_array(self, value: Any, dtype: Any = None, device: Any = None) -> Any:
@@ -121,7 +115,7 @@ class EagerLocalInterpreter:
         if arr.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
             arr = arr.astype(np.float32)  # Python floats default to float32, as in torch
         vm = get_vm()
-        host = BlobObject(tuple(arr.shape), arr.dtype.name, CPU, arr)
+        host = vm.core.Blob(tuple(arr.shape), arr.dtype.name, CPU, arr)
         vm.adopt(host)
         if dev is CPU:
             return self.tensor_cls._from_blob(host, vm)
@@ -145,7 +139,32 @@ class EagerLocalInterpreter:
                          "process does not have; inside 'with af.Job' it boxes lazy tensors")
 
 
+def _ufunc(ufunc: Any, ins: list[Any], attrs: dict[str, Any], outs: tuple,
+           device: Device) -> Any:
+    """The op's (function, form, needs casting="unsafe"): numpy is ~2x slower on a tiny
+    array with ``casting=``, so the VM passes it only where the output's dtype is not
+    what numpy gives; found by a one-element dry run (host only; devices always cast)."""
+    if ufunc is None:
+        return None
+    if device.type != "cpu" or len(outs) != 1:
+        return (*ufunc, True)
+    fn, form = ufunc
+    args: list[Any] = [np.zeros(1, m.dtype) for m in ins]
+    if form in ("ts", "st"):
+        args.insert(0 if form == "st" else 1, attrs["scalar"])
+    elif form == "t0":
+        args.append(0)
+    out = np.empty(1, outs[0][1].dtype)
+    try:
+        with np.errstate(all="ignore"):
+            getattr(np, fn)(*args, out=out)
+    except (TypeError, ValueError):
+        return (*ufunc, True)
+    return (*ufunc, False)
+
+
 def _mixed_devices(op_type: str, inputs: dict[str, Any]) -> UsageError:
     where = ", ".join(f"{k} on {t.device}" for k, t in inputs.items())
     return UsageError(f"op '{op_type}': its input tensors are on different devices ({where}); "
-                      "move them to one device with .to(device) first")
+                      "move them to one device with .to(device) first (Expected all tensors "
+                      "to be on the same device, but found at least two devices)")

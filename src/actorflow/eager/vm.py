@@ -15,18 +15,46 @@ from collections import deque
 from typing import Any
 
 from actorflow.eager.blob import BlobObject
+from actorflow.eager.chain import Step, try_fuse
 from actorflow.eager.device import Device
 from actorflow.eager.instruction import INSTRUCTION_TYPES, STREAM_TYPES, Instruction
 from actorflow.eager.scheduler import SCHEDULERS
 from actorflow.eager.worker import StreamRt
 from actorflow.errors import EagerKernelError, UsageError, WaitTimeout
+from actorflow.kernels.registry import KernelContext
 
 RELEASE_BATCH = 32  # release instructions carry up to this many blobs...
 RELEASE_BYTES = 1 << 20  # ...unless this many bytes wait to be returned
 
 
+class _NativeScheduler:
+    """The inline scheduler's two entry points, on the compiled core's issue side."""
+
+    name = "inline"
+    fuses = True
+    wants_done = False
+
+    def __init__(self, state: Any) -> None:
+        self.submit = state.submit
+        self.submit_one = state.submit_one
+
+    def close(self, timeout: float) -> None:
+        pass
+
+
+def _at(name: str, where: Any) -> str:
+    return f"{name} @ {where[0].rsplit('/', 1)[-1]}:{where[1]}" if where else name
+
+
 class VirtualMachine:
-    def __init__(self, scheduler: str = "inline", timeout: float = 300.0) -> None:
+    def __init__(self, scheduler: str = "inline", timeout: float = 300.0,
+                 fuse: bool = True, core: str | None = None) -> None:
+        from actorflow.eager.core import module
+
+        if scheduler == "thread":
+            core = "python"  # the seed's scheduler thread is the Python reference's
+        self.core: Any = module(core)
+        self.state: Any = None  # the compiled core's issue side (None: Python core)
         self.timeout = timeout  # default for every wait
         self.lock = threading.Lock()  # issue side: scheduler bookkeeping, releases, counters
         self.cv = threading.Condition(threading.Lock())  # instruction completion
@@ -37,15 +65,45 @@ class VirtualMachine:
         self.failures: deque[EagerKernelError] = deque()
         self._releases: deque[BlobObject] = deque()
         self._release_bytes = 0
-        self.issued = 0
+        self.issued = 0  # instructions (a fused chain is one)
+        self.ops = 0  # op steps (the same whether or not they fused)
         self.host_allocated = self.host_allocs = 0  # blobs made from host data at the call
-        self.closed = False
+        self._closed = False
         self.closed_reason = "it was shut down (af.eager.shutdown() or interpreter exit)"
         self.forked = False  # this is a forked child's copy of its parent's VM
         self.recorder: Any = None
-        self.scheduler = SCHEDULERS.get(scheduler)(self)
+        self.scheduler: Any = SCHEDULERS.get(scheduler)(self)
         self._submit_one = self.scheduler.submit_one
+        self._fuse = fuse and self.scheduler.fuses
+        if self.core.NAME == "native":
+            self.state = st = self.core.VMState(self, self._releases, self._fuse)
+            self.scheduler = _NativeScheduler(st)
+            self._submit_one = st.submit_one
+            self.submit_step = st.submit_step  # type: ignore[method-assign]
+            self.release = st.release  # type: ignore[method-assign]
         self._sched_on_done = self.scheduler.on_done if self.scheduler.wants_done else None
+
+    @property
+    def closed(self) -> bool:
+        """No more work is taken (shut down, or this is a forked child's copy)."""
+        return self._closed
+
+    @closed.setter
+    def closed(self, on: bool) -> None:
+        self._closed = on
+        if self.state is not None:
+            self.state.closed = on
+
+    @property
+    def fuse(self) -> bool:
+        """Whether element-wise ops may join the stream's last instruction (settable)."""
+        return self._fuse
+
+    @fuse.setter
+    def fuse(self, on: bool) -> None:
+        self._fuse = on
+        if self.state is not None:
+            self.state.fuse = on
 
     # -- streams -------------------------------------------------------------------------
     def stream(self, stream_type: str, index: int) -> StreamRt:
@@ -55,8 +113,13 @@ class VirtualMachine:
             with self.cv:  # streams may be made from several issuing threads
                 s = self.streams.get(key)
                 if s is None:
-                    s = StreamRt(self, STREAM_TYPES.get(stream_type), index,
-                                 len(self.stream_list))
+                    st = STREAM_TYPES.get(stream_type)
+                    stream = st.make_stream(index)
+                    if self.state is not None and getattr(stream, "synchronous", False):
+                        s = self.core.StreamRt(self, st, index, len(self.stream_list), stream,
+                                               KernelContext(xp=stream.xp))
+                    else:
+                        s = StreamRt(self, st, index, len(self.stream_list), stream)
                     if self.recorder is not None:
                         s.unit = self.recorder.unit((0, s.track))
                     self.stream_list.append(s)
@@ -79,9 +142,11 @@ class VirtualMachine:
             raise UsageError(f"this eager VM takes no more work: {self.closed_reason}")
         with self.lock:
             self.scheduler.submit(instrs)
-            self.issued += len(instrs)
-            for i in instrs:
-                i.stream.last = i
+            if self.state is None:
+                self.issued += len(instrs)
+                self.ops += len(instrs)
+                for i in instrs:
+                    i.stream.last = i
             if self._releases and (len(self._releases) >= RELEASE_BATCH
                                    or self._release_bytes >= RELEASE_BYTES):
                 self._flush_releases()
@@ -92,11 +157,34 @@ class VirtualMachine:
             self.submit([instr])  # raises
         with self.lock:
             self._submit_one(instr)
-            self.issued += 1
-            instr.stream.last = instr
+            if self.state is None:
+                self.issued += 1
+                self.ops += 1
+                instr.stream.last = instr
             if self._releases and (len(self._releases) >= RELEASE_BATCH
                                    or self._release_bytes >= RELEASE_BYTES):
                 self._flush_releases()
+
+    def submit_step(self, itype: Any, stream: StreamRt, step: Step) -> Instruction:
+        """Issue one op step: appended to the stream's last instruction when the fusion
+        rule allows (``chain.try_fuse``), else as an instruction of its own."""
+        if self.closed:
+            self.submit([])  # raises
+        with self.lock:
+            self.ops += 1
+            instr = try_fuse(stream, step) if self._fuse else None
+            if instr is None:
+                instr = Instruction(itype, stream, step.name, [step], list(step.reads),
+                                    list(step.writes), step.where)
+                for b in step.writes:
+                    b.producer = instr
+                self._submit_one(instr)
+                self.issued += 1
+                stream.last = instr
+            if self._releases and (len(self._releases) >= RELEASE_BATCH
+                                   or self._release_bytes >= RELEASE_BYTES):
+                self._flush_releases()
+        return instr
 
     def adopt(self, blob: BlobObject) -> None:
         """Count a blob whose array was made at the call (from the user's host data)."""
@@ -109,6 +197,7 @@ class VirtualMachine:
         queues the blob, and flushes when the batch is full and the lock is free."""
         if self.closed:
             return
+        blob.dead = True
         self._releases.append(blob)
         self._release_bytes += blob.nbytes
         if (len(self._releases) >= RELEASE_BATCH or self._release_bytes >= RELEASE_BYTES) \
@@ -137,9 +226,13 @@ class VirtualMachine:
             builder.release(blobs, device)
         instrs = builder.instructions
         self.scheduler.submit(instrs)
-        self.issued += len(instrs)
-        for i in instrs:
-            i.stream.last = i
+        if self.state is None:
+            self.issued += len(instrs)
+            self.ops += len(instrs)
+            for i in instrs:
+                i.stream.last = i
+        else:
+            self.state.release_bytes = 0
 
     # -- completion, waiting, errors -------------------------------------------------------
     def on_done(self, instr: Instruction) -> None:
@@ -210,14 +303,16 @@ class VirtualMachine:
                 self.wait(last, f"af.sync() (stream {s.label})", timeout, help)
         self.raise_failures()
 
-    def fail(self, instr: Instruction, exc: BaseException, tb: str) -> None:
-        """A worker's kernel raised: poison the outputs and keep the error for a wait."""
-        where = f"{instr.where[0]}:{instr.where[1]}" if instr.where else "?"
-        err = EagerKernelError(instr.name, where, f"{type(exc).__name__}: {exc}",
+    def fail(self, instr: Instruction, exc: BaseException, tb: str, step: Any = None) -> None:
+        """A worker's kernel raised: poison the outputs (of ``step`` only, for one op of a
+        fused chain) and keep the error, naming the op and its line, for a wait."""
+        src = instr if step is None else step
+        where = f"{src.where[0]}:{src.where[1]}" if src.where else "?"
+        err = EagerKernelError(src.name, where, f"{type(exc).__name__}: {exc}",
                                instr.stream.label, tb)
         err.__cause__ = exc
         instr.error = err
-        for b in instr.writes:
+        for b in src.writes:
             b.error = err
         self.failures.append(err)
 
@@ -233,22 +328,26 @@ class VirtualMachine:
         raise first
 
     def trace_name(self, instr: Instruction) -> str:
-        where = f" @ {instr.where[0].rsplit('/', 1)[-1]}:{instr.where[1]}" if instr.where \
-            else ""
-        return f"{instr.name}{where}"
+        """The act's name in a trace: op @ file:line, for each op of a fused chain."""
+        steps = instr.operand if instr.fusable and isinstance(instr.operand, list) else None
+        if not steps:
+            return _at(instr.name, instr.where)
+        return " + ".join(_at(st.name, st.where) for st in steps)
 
     # -- counters and teardown --------------------------------------------------------------
     def counters(self) -> dict[str, int]:
         """What the VM holds and did: live blobs/bytes (allocated minus released), and
         instructions issued and done."""
         streams = list(self.stream_list)
+        st = self.state
         allocated = self.host_allocated + sum(s.allocated for s in streams)
         freed = sum(s.freed for s in streams)
         allocs = self.host_allocs + sum(s.allocs for s in streams)
         frees = sum(s.frees for s in streams)
         return {"live_blobs": allocs - frees, "live_bytes": allocated - freed,
                 "allocated_bytes": allocated, "freed_bytes": freed,
-                "instructions_issued": self.issued,
+                "ops_issued": self.ops if st is None else st.ops,
+                "instructions_issued": self.issued if st is None else st.issued,
                 "instructions_done": sum(s.executed for s in streams),
                 "pending_releases": len(self._releases), "streams": len(streams)}
 

@@ -44,15 +44,17 @@ class StreamRt:
     The counters are written by this worker only, so summing them needs no lock.
     """
 
-    def __init__(self, vm: VirtualMachine, stype: StreamType, index: int, track: int) -> None:
+    def __init__(self, vm: VirtualMachine, stype: StreamType, index: int, track: int,
+                 stream: Any = None) -> None:
         self.vm = vm
         self.stype = stype
         self.index = index
         self.track = track  # the trace track (a "task id" in trace files)
         self.label = f"{stype.name}:{index}"
-        self.stream = stype.make_stream(index)
+        self.stream = stype.make_stream(index) if stream is None else stream
         self.xp = self.stream.xp
         self.kctx = KernelContext(xp=self.xp)
+        self.ufuncs: dict[str, Any] = {}  # element-wise kernels by name, from self.xp
         self.allocated = self.freed = self.allocs = self.frees = self.executed = 0
         self.last: Instruction | None = None  # the last instruction submitted (issue side)
         self.current: Instruction | None = None  # the one launched last (for stuck reports)
@@ -63,6 +65,7 @@ class StreamRt:
         self.cv = threading.Condition(threading.Lock())  # wakes the worker
         self.sleeping = False
         self.run_lock = threading.Lock()  # held while instructions of this stream run
+        self.pop_lock = threading.Lock()  # taking the FIFO's head vs. fusing into it
         self.sync = bool(getattr(self.stream, "synchronous", False))
         self.executor = StreamRt._execute  # CpuStream.launch calls host.executor(host, act)
         self.thread = threading.Thread(target=self._loop, name=f"actorflow-vm-{self.label}",
@@ -98,9 +101,12 @@ class StreamRt:
 
     def _drain(self) -> bool:
         """Run what is queued, in order; True when the stop mark came up."""
-        dq, stream = self.dq, self.stream
+        dq, stream, pop_lock = self.dq, self.stream, self.pop_lock
         while dq:
-            instr = dq.popleft()
+            with pop_lock:
+                instr = dq.popleft()
+                if instr is not None:
+                    instr.started = True
             if instr is None:
                 while stream.has_pending():  # finish what the device still runs
                     self._reap()
@@ -127,10 +133,12 @@ class StreamRt:
         try:
             dq = self.dq
             while not instr.done and dq:
-                nxt = dq[0]
-                if nxt is None:  # the stop mark stays for the worker
-                    return
-                dq.popleft()
+                with self.pop_lock:
+                    nxt = dq[0]
+                    if nxt is None:  # the stop mark stays for the worker
+                        return
+                    dq.popleft()
+                    nxt.started = True
                 self._run_here(nxt)
         finally:
             self.run_lock.release()
@@ -184,11 +192,12 @@ class StreamRt:
 
     def _execute(self, instr: Instruction) -> None:
         try:
-            for b in instr.reads:
-                if b.error is not None:  # an input was never computed: pass the error on
-                    for w in instr.writes:
-                        w.error = b.error
-                    return
+            if not instr.itype.own_inputs:
+                for b in instr.reads:
+                    if b.error is not None:  # an input was never computed: pass it on
+                        for w in instr.writes:
+                            w.error = b.error
+                        return
             instr.itype.compute(instr, self)
         except Exception as e:
             self.vm.fail(instr, e, traceback.format_exc())

@@ -17,9 +17,12 @@ from typing import Any
 import numpy as np
 
 from actorflow.eager.env import get_vm
-from actorflow.errors import UsageError
+from actorflow.errors import ArgumentTypeError, UsageError
 from actorflow.frontend.dispatch import op_expr
 from actorflow.frontend.eager_tensor import EAGER_LOCAL, EagerTensor
+from actorflow.frontend.size import Size
+from actorflow.frontend.tensor import TensorMethods
+from actorflow.kernels.dtype import as_dtype, of_value
 
 _E_CONST, _E_ARANGE, _E_RANDN = op_expr("constant", ()), op_expr("arange", ()), op_expr(
     "random_normal", ())
@@ -37,18 +40,70 @@ def _shape(shape: tuple[Any, ...]) -> list[int]:
 
 def _dtype(dtype: Any) -> str:
     try:
-        return np.dtype(dtype).name
-    except TypeError:
-        raise UsageError(f"unknown dtype {dtype!r}") from None
+        return as_dtype(dtype)
+    except TypeError as e:
+        raise UsageError(str(e)) from None
 
 
 def _run(expr: Any, attrs: dict[str, Any], device: Any) -> EagerTensor:
-    return EAGER_LOCAL.apply_on(expr, attrs, device)
+    return EAGER_LOCAL.apply_on(expr, attrs, device or "cpu")
 
 
-def tensor(data: Any, dtype: Any = None, device: Any = "cpu") -> EagerTensor:
-    """An eager tensor holding a copy of ``data`` (a number, nested lists, an array)."""
-    return EAGER_LOCAL.from_array(data, dtype=dtype, device=device)
+def tensor(data: Any, dtype: Any = None, device: Any = None, placement: Any = None,
+           sbp: Any = None, requires_grad: bool = False,
+           check_data: bool | None = None) -> EagerTensor:
+    """An eager tensor holding a copy of ``data`` (a number, nested lists, an array).
+
+    Python floats give float32, ints int64, bools bool; numpy arrays keep their dtype.
+    With ``placement=`` and ``sbp=`` the tensor is global (OneFlow's
+    ``MakeGlobalTensorFromData``): every rank passes the whole data, the placement's ranks
+    check around a ring that they all passed the same bytes (``check_data=False``, or
+    ``ACTORFLOW_CHECK_GLOBAL_DATA=0``, skips it), and each keeps its part."""
+    if placement is not None or sbp is not None:
+        if device is not None:
+            raise UsageError("tensor(): give device= for a local tensor or placement= and sbp= "
+                             "for a global one, not both")
+        from actorflow.frontend.global_data import global_from_data
+
+        t = global_from_data(data, None if dtype is None else _dtype(dtype), placement, sbp,
+                             check_data)
+        return _requires_grad(t, requires_grad)
+    t = EAGER_LOCAL.from_array(data, dtype=None if dtype is None else _dtype(dtype),
+                               device=device or "cpu")
+    return _requires_grad(t, requires_grad)
+
+
+def _requires_grad(t: Any, requires_grad: bool) -> Any:
+    if not requires_grad:
+        return t
+    make = getattr(t, "requires_grad_", None)
+    if make is None:
+        raise UsageError("requires_grad=True needs autograd, which this actorflow lacks")
+    return make(True)
+
+
+def Tensor_ctor(*args: Any, device: Any = None, placement: Any = None, sbp: Any = None,
+                dtype: Any = None) -> Any:
+    """``af.Tensor(...)`` as OneFlow's ``flow.Tensor``: ``Tensor(2, 3)`` and
+    ``Tensor(af.Size([2, 3]))`` make a float32 tensor of that shape (zeros; OneFlow leaves
+    it uninitialised), ``Tensor(data)`` a float32 copy of data, ``Tensor()`` an empty one;
+    ``placement=``/``sbp=`` make it global (data: checked and cut as by ``af.tensor``)."""
+    dt = _dtype(dtype) if dtype is not None else "float32"
+    if len(args) == 1 and isinstance(args[0], Size):
+        args = tuple(args[0])
+    elif not args:
+        args = (0,)  # Tensor(): an empty float32 tensor of shape (0,)
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        if placement is not None or sbp is not None:
+            return zeros(*args, dtype=dt, placement=placement, sbp=sbp)
+        return zeros(*args, dtype=dt, device=device)
+    if len(args) != 1:
+        raise ArgumentTypeError(f"Tensor(): expected a shape (ints) or one data argument, got "
+                                f"{len(args)} arguments")
+    data = args[0]
+    if isinstance(data, TensorMethods):
+        return data if getattr(data, "dtype", None) == dt else data.cast(dt)
+    return tensor(data, dtype=dt, device=device, placement=placement, sbp=sbp)
 
 
 def _global_creator(name: str) -> Any:
@@ -57,46 +112,56 @@ def _global_creator(name: str) -> Any:
     return getattr(global_tensor, name)
 
 
-def zeros(*shape: Any, dtype: Any = "float32", device: Any = "cpu", placement: Any = None,
-          sbp: Any = None) -> EagerTensor:
+def zeros(*shape: Any, dtype: Any = "float32", device: Any = None, placement: Any = None,
+          sbp: Any = None, requires_grad: bool = False) -> EagerTensor:
     """Zeros; with ``placement=`` and ``sbp=`` a global tensor (this rank's region only)."""
-    if placement is not None:
-        return _global_creator("global_full")(_shape(shape), 0, _dtype(dtype), placement, sbp)
-    return _run(_E_CONST, {"shape": _shape(shape), "dtype": _dtype(dtype), "value": 0},
-                device)
+    return full(_shape(shape), 0, dtype=dtype, device=device, placement=placement, sbp=sbp,
+                requires_grad=requires_grad)
 
 
-def ones(*shape: Any, dtype: Any = "float32", device: Any = "cpu", placement: Any = None,
-         sbp: Any = None) -> EagerTensor:
+def ones(*shape: Any, dtype: Any = "float32", device: Any = None, placement: Any = None,
+         sbp: Any = None, requires_grad: bool = False) -> EagerTensor:
     """Ones; with ``placement=`` and ``sbp=`` a global tensor (this rank's region only)."""
+    return full(_shape(shape), 1, dtype=dtype, device=device, placement=placement, sbp=sbp,
+                requires_grad=requires_grad)
+
+
+def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
+         placement: Any = None, sbp: Any = None, requires_grad: bool = False) -> EagerTensor:
+    """``fill_value`` everywhere; the dtype follows the value when not given (int64 for an
+    int, float32 for a float, bool for a bool: OneFlow's ``full``).  With ``placement=``/
+    ``sbp=`` a global tensor (this rank's region only)."""
+    dt = _dtype(dtype) if dtype is not None else of_value(fill_value)
+    shape = _shape((size,))
     if placement is not None:
-        return _global_creator("global_full")(_shape(shape), 1, _dtype(dtype), placement, sbp)
-    return _run(_E_CONST, {"shape": _shape(shape), "dtype": _dtype(dtype), "value": 1},
-                device)
+        return _global_creator("global_full")(shape, fill_value, dt, placement, sbp)
+    t = _run(_E_CONST, {"shape": shape, "dtype": dt, "value": fill_value}, device)
+    return _requires_grad(t, requires_grad)
 
 
-def full(shape: Any, value: float, dtype: Any = "float32", device: Any = "cpu",
-         placement: Any = None, sbp: Any = None) -> EagerTensor:
-    """``value`` everywhere; with ``placement=``/``sbp=`` a global tensor (region only)."""
-    if placement is not None:
-        return _global_creator("global_full")(_shape((shape,)), value, _dtype(dtype),
-                                              placement, sbp)
-    return _run(_E_CONST, {"shape": _shape((shape,)), "dtype": _dtype(dtype),
-                           "value": value}, device)
-
-
-def arange(start: int, stop: int | None = None, step: int = 1, *, dtype: Any = "int64",
-           device: Any = "cpu") -> EagerTensor:
-    if stop is None:
-        start, stop = 0, start
+def arange(start: float = 0, end: float | None = None, step: float = 1, *, dtype: Any = None,
+           device: Any = None, requires_grad: bool = False) -> EagerTensor:
+    """``start, start + step, ...`` before ``end`` (``arange(5)``, ``arange(end=5)``,
+    ``arange(2, 7, 1.5)``); int64 when all three are ints, else float32 (OneFlow's)."""
+    if end is None:
+        start, end = 0, start
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ArgumentTypeError(f"arange(): {name} must be a number, not "
+                                    f"{type(v).__name__}")
     if step == 0:
-        raise UsageError("arange(): step must not be 0")
-    return _run(_E_ARANGE, {"start": int(start), "stop": int(stop), "step": int(step),
-                            "dtype": _dtype(dtype)}, device)
+        raise UsageError("arange(): step must be nonzero")
+    if (end - start) * step < 0:
+        raise UsageError("arange(): upper bound and larger bound inconsistent with step sign "
+                         f"(start {start}, end {end}, step {step})")
+    attrs = {"start": start, "stop": end, "step": step,
+             "dtype": None if dtype is None else _dtype(dtype)}
+    return _requires_grad(_run(_E_ARANGE, attrs, device), requires_grad)
 
 
 def randn(*shape: Any, dtype: Any = "float32", seed: int | None = None,
-          device: Any = "cpu", placement: Any = None, sbp: Any = None) -> EagerTensor:
+          device: Any = None, placement: Any = None, sbp: Any = None,
+          requires_grad: bool = False) -> EagerTensor:
     """Standard normal values; a given ``seed`` repeats them, else each call differs.
     With ``placement=``/``sbp=`` a global tensor: each rank draws only its region."""
     if placement is not None:
@@ -104,8 +169,9 @@ def randn(*shape: Any, dtype: Any = "float32", seed: int | None = None,
                                                sbp)
     if seed is None:
         seed = int(_SEEDS.spawn(1)[0].generate_state(1)[0])
-    return _run(_E_RANDN, {"shape": _shape(shape), "dtype": _dtype(dtype), "seed": int(seed),
-                           "mean": 0.0, "std": 1.0}, device)
+    t = _run(_E_RANDN, {"shape": _shape(shape), "dtype": _dtype(dtype), "seed": int(seed),
+                        "mean": 0.0, "std": 1.0}, device)
+    return _requires_grad(t, requires_grad)
 
 
 def sync(timeout: float | None = None) -> None:

@@ -2,7 +2,7 @@
 
 A functional op's signature implementation builds its ``OpExpr`` once (op type and input
 names; the op definition is looked up once) and calls it with tensors and attrs per
-call.  The expression hands the call to the interpreter of its input tensors (the seed's
+call.  The expression hands the call to the interpreter of its input tensors (seed 002's
 ``OpInterpUtil::Dispatch``):
 
 * ``lazy``        tensors of a job being traced: adds an op to the job (compiled later);
@@ -24,6 +24,17 @@ from actorflow.registry import Registry
 
 INTERPRETERS: Registry[Any] = Registry("interpreter")
 _BY_NAME: dict[str, Any] = {}
+ISSUE_HOOK: Any = None  # autograd's tape hook: fn(expr, inputs, attrs, outputs), or None
+
+
+def set_issue_hook(fn: Any) -> None:
+    """Call ``fn(expr, inputs: dict, attrs: dict, outputs)`` right after every op is issued
+    (any interpreter, the fast path too); None turns it off (then it costs one test)."""
+    global ISSUE_HOOK
+    from actorflow.eager.core import set_issue_hook as eager_hook
+
+    ISSUE_HOOK = fn
+    eager_hook(fn)
 
 
 def register_interpreter(name: str, interpreter: Any) -> Any:
@@ -73,7 +84,11 @@ class OpExpr:
         return d
 
     def __call__(self, inputs: dict[str, Any], attrs: dict[str, Any] | None = None) -> Any:
-        return interpreter_for(inputs.values()).apply(self, inputs, attrs or {})
+        attrs = attrs or {}
+        out = interpreter_for(inputs.values()).apply(self, inputs, attrs)
+        if ISSUE_HOOK is not None:
+            ISSUE_HOOK(self, inputs, attrs, out)
+        return out
 
     def __repr__(self) -> str:
         return f"OpExpr({self.op_type!r}, {self.input_names})"

@@ -11,23 +11,46 @@ expected become constants (lazy) or tensors (eager) on the device of the call's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from actorflow.errors import CompileError, UsageError
+from actorflow.errors import AutogradError, CompileError, DimensionError, UsageError
+from actorflow.frontend import dispatch
 from actorflow.frontend.dispatch import interpreter_for
 from actorflow.frontend.dispatch import op_expr as E
+from actorflow.frontend.fastpath import Direct
+from actorflow.frontend.namespace import ALIASES, attach_method
 from actorflow.frontend.placement import Placement
-from actorflow.frontend.sbp import SbpParallel, as_sbp
+from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
 from actorflow.frontend.signature import (
     ArrayArg,
     FunctionalOp,
     _NoMatch,
+    is_tensor,
     register_type,
-    set_tensor_types,
 )
-from actorflow.frontend.tensor import Tensor, TensorMethods
+from actorflow.kernels.grad import register_grad
+from actorflow.registry import Registry
 
-set_tensor_types(TensorMethods)
+if TYPE_CHECKING:
+    from actorflow.frontend.tensor import Tensor
+
+
+
+def _load_op_modules() -> None:
+    """Every ``frontend/functional_*.py`` declares more ops: import them all on the first
+    look-up, so a new module of ops needs no list to join (``af.<op>``, ``dir``, tests)."""
+    import importlib
+    import pkgutil
+
+    import actorflow.frontend as pkg
+
+    for m in pkgutil.iter_modules(pkg.__path__):
+        if m.name.startswith("functional_"):
+            importlib.import_module(f"actorflow.frontend.{m.name}")
+
+
+# every op declared with ``define``, by name: ``af.<name>`` and tensor methods come from here
+OPS: Registry[FunctionalOp] = Registry("functional op", loader=_load_op_modules)
 
 
 def _placement_arg(v: Any) -> Placement:
@@ -51,9 +74,8 @@ def _finalize(bound: dict) -> dict:
     """Turn numpy arguments into tensors of the interpreter of the call's tensors."""
     if not any(isinstance(v, (ArrayArg, list)) for v in bound.values()):
         return bound
-    tensors = [v for v in bound.values() if isinstance(v, TensorMethods)]
-    tensors += [x for v in bound.values() if isinstance(v, list) for x in v
-                if isinstance(x, TensorMethods)]
+    tensors = [v for v in bound.values() if is_tensor(v)]
+    tensors += [x for v in bound.values() if isinstance(v, list) for x in v if is_tensor(x)]
     interp = interpreter_for(tensors)
 
     def fix(v: Any) -> Any:
@@ -66,8 +88,21 @@ def _finalize(bound: dict) -> dict:
     return {k: fix(v) for k, v in bound.items()}
 
 
-def define(name: str, overloads: list[tuple[str, Callable[..., Any]]], doc: str = "") -> Any:
-    return FunctionalOp(name, overloads, _finalize, doc)
+def define(name: str, overloads: list[tuple[str, Callable[..., Any]]], doc: str = "",
+           method: bool | None = None) -> Any:
+    """Declare the functional op ``name``: registered (so it is ``af.<name>``), and a tensor
+    method where OneFlow's Tensor has one of that name (``method`` overrides: True makes
+    one, False none; ``frontend/namespace.py``)."""
+    op = FunctionalOp(name, overloads, _finalize, doc)
+    OPS.register(name, op)
+    attach_method(name, op, method)
+    return op
+
+
+def lookup(name: str) -> FunctionalOp | None:
+    """The functional op called ``name`` (or one of OneFlow's aliases of it), else None."""
+    name = ALIASES.get(name, name)
+    return OPS.get(name) if name in OPS else None
 
 
 def _no_inplace(name: str, inplace: bool) -> None:
@@ -80,15 +115,9 @@ def _binary(name: str, reverse_op: str | None, doc: str) -> FunctionalOp:
     e_tt, e_ts = E(name, ("a", "b")), E(f"scalar_{name}", ("in",))
     e_st = E(reverse_op or f"scalar_{name}", ("in",))
 
-    def tt(input: Tensor, other: Tensor) -> Tensor:
-        return e_tt({"a": input, "b": other})
-
-    def ts(input: Tensor, other: float) -> Tensor:
-        return e_ts({"in": input}, {"scalar": other})
-
-    def st(input: float, other: Tensor) -> Tensor:
-        return e_st({"in": other}, {"scalar": input})
-
+    tt = Direct(e_tt, {"a": "input", "b": "other"})
+    ts = Direct(e_ts, {"in": "input"}, {"scalar": "other"}, scalars=("scalar",))
+    st = Direct(e_st, {"in": "other"}, {"scalar": "input"}, scalars=("scalar",))
     return define(name, [("Tensor (Tensor input, Tensor other)", tt),
                          ("Tensor (Tensor input, Scalar other)", ts),
                          ("Tensor (Scalar input, Tensor other)", st)], doc)
@@ -104,21 +133,11 @@ _E_POW, _E_SPOW, _E_RPOW = E("pow", ("a", "b")), E("scalar_pow", ("in",)), E("sc
                                                                                ("in",))
 
 
-def _pow_tt(input: Tensor, exponent: Tensor) -> Tensor:
-    return _E_POW({"a": input, "b": exponent})
-
-
-def _pow_ts_inplace(input: Tensor, exponent: float, inplace: bool = False) -> Tensor:
-    _no_inplace("pow", inplace)
-    return _E_SPOW({"in": input}, {"scalar": exponent})
-
-
-def _pow_ts(input: Tensor, exponent: float) -> Tensor:
-    return _E_SPOW({"in": input}, {"scalar": exponent})
-
-
-def _pow_st(base: float, exponent: Tensor) -> Tensor:
-    return _E_RPOW({"in": exponent}, {"scalar": base})
+_pow_tt = Direct(_E_POW, {"a": "input", "b": "exponent"})
+_pow_ts_inplace = Direct(_E_SPOW, {"in": "input"}, {"scalar": "exponent"}, scalars=("scalar",),
+                         require={"inplace": (False, lambda v: _no_inplace("pow", v))})
+_pow_ts = Direct(_E_SPOW, {"in": "input"}, {"scalar": "exponent"}, scalars=("scalar",))
+_pow_st = Direct(_E_RPOW, {"in": "exponent"}, {"scalar": "base"}, scalars=("scalar",))
 
 
 pow = define("pow", [
@@ -129,13 +148,11 @@ pow = define("pow", [
 ], "input ** exponent")
 
 def _tt(op_type: str) -> Callable[..., Tensor]:
-    e = E(op_type, ("a", "b"))
-    return lambda input, other: e({"a": input, "b": other})
+    return Direct(E(op_type, ("a", "b")), {"a": "input", "b": "other"})
 
 
 def _unary(op_type: str) -> Callable[..., Tensor]:
-    e = E(op_type, ("in",))
-    return lambda x: e({"in": x})
+    return Direct(E(op_type, ("in",)), {"in": "x"})
 
 
 maximum = define("maximum", [("Tensor (Tensor input, Tensor other)", _tt("maximum"))])
@@ -146,9 +163,8 @@ minimum = define("minimum", [("Tensor (Tensor input, Tensor other)", _tt("minimu
 _E_RELU = E("relu", ("in",))
 
 
-def _relu(x: Tensor, inplace: bool = False) -> Tensor:
-    _no_inplace("relu", inplace)
-    return _E_RELU({"in": x})
+_relu = Direct(_E_RELU, {"in": "x"}, require={"inplace": (False, lambda v: _no_inplace("relu",
+                                                                                           v))})
 
 
 relu = define("relu", [("Tensor (Tensor x, Bool inplace=False)", _relu)], "max(x, 0)")
@@ -158,27 +174,35 @@ tanh = define("tanh", [("Tensor (Tensor x)", _unary("tanh"))], "tanh(x)")
 identity = define("identity", [("Tensor (Tensor x)", _unary("identity"))])
 _E_CAST = E("cast", ("in",))
 cast = define("cast", [("Tensor (Tensor x, DataType dtype)",
-                        lambda x, dtype: _E_CAST({"in": x}, {"dtype": dtype}))])
+                        Direct(_E_CAST, {"in": "x"}, {"dtype": "dtype"}))])
 
 
 # -- linear algebra, reductions, layout ------------------------------------------------------
 _E_MATMUL = E("matmul", ("a", "b"))
 
 
+_E_BMM = E("batch_matmul", ("a", "b"))
+_matmul_2d = Direct(_E_MATMUL, {"a": "a", "b": "b"},
+                    {"transpose_a": "transpose_a", "transpose_b": "transpose_b"})
+_matmul_nd = Direct(_E_BMM, {"a": "a", "b": "b"},
+                    {"transpose_a": "transpose_a", "transpose_b": "transpose_b"})
+
+
 def _matmul(a: Tensor, b: Tensor, transpose_a: bool = False,
             transpose_b: bool = False) -> Tensor:
-    return _E_MATMUL({"a": a, "b": b}, {"transpose_a": transpose_a, "transpose_b": transpose_b})
+    """2-D: ``matmul``; a rank > 2 operand: ``batch_matmul`` (batch axes broadcast)."""
+    fn = _matmul_nd if a.ndim > 2 or b.ndim > 2 else _matmul_2d
+    return fn(a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b)
 
 
 matmul = define("matmul", [
     ("Tensor (Tensor a, Tensor b, *, Bool transpose_a=False, Bool transpose_b=False)", _matmul)],
-    "2-D matrix product")
+    "matrix product; inputs of rank > 2 multiply their last two axes, batch axes broadcast")
 _E_BIAS, _E_SOFTMAX = E("bias_add", ("a", "b")), E("softmax", ("in",))
 bias_add = define("bias_add", [("Tensor (Tensor x, Tensor bias, Int axis=-1)",
-                                lambda x, bias, axis: _E_BIAS({"a": x, "b": bias},
-                                                              {"axis": axis}))])
+                                Direct(_E_BIAS, {"a": "x", "b": "bias"}, {"axis": "axis"}))])
 softmax = define("softmax", [("Tensor (Tensor x, Int dim=-1)",
-                              lambda x, dim: _E_SOFTMAX({"in": x}, {"axis": dim}))])
+                              Direct(_E_SOFTMAX, {"in": "x"}, {"axis": "dim"}))])
 
 
 def _reduce(op_type: str) -> Callable[..., Tensor]:
@@ -203,8 +227,11 @@ def _swap(x: Tensor, dim0: int, dim1: int) -> Tensor:
     try:
         perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
     except IndexError:
-        raise CompileError(f"transpose(): dims ({dim0}, {dim1}) are out of range for a tensor "
-                           f"of rank {x.ndim} {x.shape}") from None
+        n = max(x.ndim, 1)
+        raise DimensionError(f"transpose(): dims ({dim0}, {dim1}) are out of range for a "
+                             f"tensor of rank {x.ndim} {x.shape}: Dimension out of range "
+                             f"(expected to be in range of [{-n}, {n - 1}], but got "
+                             f"{dim0 if not -n <= dim0 < n else dim1})") from None
     return _E_TRANSPOSE({"in": x}, {"perm": perm})
 
 
@@ -215,6 +242,22 @@ transpose = define("transpose", [
 ])
 
 
+def _permute(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    n = x.ndim
+    if len(dims) != n:
+        raise CompileError(f"permute(): number of dims don't match in permute: {len(dims)} dims "
+                           f"{list(dims)} for a tensor of rank {n} {tuple(x.shape)}")
+    for d in dims:
+        if not -max(n, 1) <= d < max(n, 1):
+            raise DimensionError(f"permute(): Dimension out of range (expected to be in range "
+                                 f"of [{-max(n, 1)}, {max(n, 1) - 1}], but got {d})")
+    return _E_TRANSPOSE({"in": x}, {"perm": [d % max(n, 1) for d in dims]})
+
+
+permute = define("permute", [("Tensor (Tensor x, IntList dims)", _permute)],
+                 "the axes of input in the order dims")
+
+
 def _concat(tensors: list[Tensor], dim: int = 0) -> Tensor:
     names = tuple(f"in_{i}" for i in range(len(tensors)))
     return E("concat", names)(dict(zip(names, tensors)), {"axis": dim})
@@ -223,9 +266,34 @@ def _concat(tensors: list[Tensor], dim: int = 0) -> Tensor:
 concat = define("concat", [("Tensor (TensorList tensors, Int dim=0)", _concat)])
 
 
+_E_TO_GLOBAL = E("to_global", ("in",))
+
+
 def _to_global(x: Tensor, placement: Placement | None = None,
                sbp: SbpParallel | None = None) -> Tensor:
-    return interpreter_for((x,)).to_global(x, placement, sbp)
+    out = interpreter_for((x,)).to_global(x, placement, sbp)
+    hook = dispatch.ISSUE_HOOK  # not an OpExpr call: tell autograd here
+    if hook is not None and out is not x:
+        hook(_E_TO_GLOBAL, {"in": x}, {"placement": placement, "sbp": sbp}, out)
+    return out
+
+
+def _to_global_grad(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+    """Back to the input's placement; the SBP is the forward's dual (a broadcast input's
+    gradient is partial-sum, a partial-sum input's broadcast, a split stays split)."""
+    x = ctx.inputs["in"]
+    if x.interpreter == "eager.local":
+        raise AutogradError("to_global() of a local tensor has no gradient rule; make the "
+                            "tensor that requires grad global instead")
+    code = getattr(x.sbp, "code", None)
+    if x.interpreter == "lazy":  # the compiler keeps dy's layout unless x fixed a split
+        sbp = x.sbp if code is not None and code.startswith("S") else None
+    else:
+        sbp = {"B": partial_sum, "P": broadcast}.get(code or "", x.sbp)
+    return {"in": F.to_global(dy, x.placement, sbp)}
+
+
+register_grad("to_global", _to_global_grad)
 
 
 to_global = define("to_global", [
@@ -247,6 +315,38 @@ assign = define("assign", [("Tensor (Tensor ref, Tensor value)", _assign),
                 "write value into variable ref (applied in piece order); returns the new "
                 "value")
 
-__all__ = ["add", "assign", "bias_add", "cast", "concat", "div", "exp", "identity", "matmul",
-           "maximum", "mean", "minimum", "mul", "neg", "pow", "relu", "reshape", "softmax", "sub",
-           "sum", "tanh", "to_global", "transpose"]
+__all__ = [
+    "add",
+    "assign",
+    "bias_add",
+    "cast",
+    "concat",
+    "div",
+    "exp",
+    "identity",
+    "matmul",
+    "maximum",
+    "mean",
+    "minimum",
+    "mul",
+    "neg",
+    "permute",
+    "pow",
+    "relu",
+    "reshape",
+    "softmax",
+    "sub",
+    "sum",
+    "tanh",
+    "to_global",
+    "transpose",
+]
+
+
+def __getattr__(name: str) -> FunctionalOp:
+    """Ops declared in the other ``functional_*.py`` modules are attributes here too
+    (``F.sigmoid``), found in the registry."""
+    op = lookup(name) if not name.startswith("_") else None
+    if op is None:
+        raise AttributeError(f"module 'actorflow.functional' has no attribute {name!r}")
+    return op

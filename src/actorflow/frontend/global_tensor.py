@@ -18,19 +18,46 @@ import numpy as np
 
 from actorflow.eager.global_interpreter import EagerGlobalInterpreter
 from actorflow.eager.global_tensor import GlobalTensor
+from actorflow.frontend import functional as F
 from actorflow.frontend.dispatch import register_interpreter
 from actorflow.frontend.eager_tensor import EAGER_LOCAL
-from actorflow.frontend.sbp import as_sbp, from_code
+from actorflow.frontend.sbp import NdSbp, as_sbp, from_code
+from actorflow.frontend.size import Size
 from actorflow.frontend.tensor import TensorMethods
+from actorflow.kernels.dtype import DType, as_dtype
 
 
 class EagerGlobalTensor(TensorMethods, GlobalTensor):
     """A logical tensor over a placement's ranks; ops run on every rank's local part."""
 
-    __slots__ = ()
+    __slots__ = ("_ag",)
+
+    def _swap_data(self, other: Any) -> None:
+        """Take ``other``'s value (its local part); ``other`` gets this one's."""
+        if (other.placement, other.sbp) != (self.placement, self.sbp):
+            other = other.to_global(self.placement, self.sbp)
+        self._local, other._local = other._local, self._local
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._shape)
+
+    @property
+    def dtype(self) -> DType:
+        return as_dtype(self._dtype)
+
+    @property
+    def sbp(self) -> NdSbp:
+        """``(sbp,)``: one SBP per axis of the placement, as OneFlow's ``.sbp``."""
+        s = self._sbp
+        return s if isinstance(s, NdSbp) else NdSbp((s,))
+
+    def to_local(self) -> Any:
+        return GlobalTensor.to_local(self)
 
     def to_global(self, placement: Any = None, sbp: Any = None) -> Any:
-        return EAGER_GLOBAL.to_global(self, placement, None if sbp is None else as_sbp(sbp))
+        # through the functional op, so autograd records it (to_global has a gradient rule)
+        return F.to_global(self, placement, None if sbp is None else as_sbp(sbp))
 
 
 def _sbp_of(code: str) -> Any:

@@ -30,16 +30,23 @@ from typing import Any
 import numpy as np
 
 from actorflow.errors import ArgumentTypeError, CompileError, OpError, UsageError
+from actorflow.frontend import microbatch
 from actorflow.frontend.placement import Placement, placement
 from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
 from actorflow.frontend.tensor import Tensor
 from actorflow.kernels.checkpoint import is_checkpoint
 from actorflow.kernels.checkpoint import read_variable as read_checkpoint_variable
+from actorflow.kernels.ops.generators import INITS
 from actorflow.plan.compiler import compile_job
 from actorflow.plan.compiler.graph import JobSpec, LogicalOp, infer_op
 from actorflow.plan.model import Plan
 
 _STACK: list[Job] = []
+
+
+def tracing() -> Job | None:
+    """The job being traced, or None outside ``with af.Job``."""
+    return _STACK[-1] if _STACK else None
 
 
 def current_job() -> Job:
@@ -52,11 +59,18 @@ class Job:
     """A logical graph being traced, plus its settings (pieces, register_num, placement)."""
 
     def __init__(self, name: str = "job", *, pieces: int | None = None, register_num: int = 2,
-                 placement: Placement | None = None) -> None:
+                 placement: Placement | None = None, micro_batches: int = 1) -> None:
         if register_num < 1:
             raise UsageError(f"job '{name}': register_num must be >= 1, got {register_num}")
         if pieces is not None and pieces < 1:
             raise UsageError(f"job '{name}': pieces must be >= 1 or None, got {pieces}")
+        if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or \
+                micro_batches < 1:
+            raise UsageError(f"job '{name}': micro_batches must be an int >= 1, got "
+                             f"{micro_batches!r}")
+        self.micro_batches = micro_batches
+        self._rate: dict[str, int] = {}  # op name -> pieces per request (1 or micro_batches)
+        self._repeats: dict[str, Tensor] = {}
         self.spec = JobSpec(name=name, num_pieces=pieces, register_num=register_num)
         self.default_placement = placement or _default_placement()
         self.tensors: dict[str, Tensor] = {}
@@ -74,6 +88,8 @@ class Job:
 
     def __exit__(self, *exc: Any) -> None:
         _STACK.remove(self)
+        if exc[0] is None and self.micro_batches > 1:
+            microbatch.close_open_ends(self)
 
     def __repr__(self) -> str:
         return f"Job({self.name!r}, ops={len(self.spec.ops)})"
@@ -114,6 +130,8 @@ class Job:
                                        f"'{self.name}' while job '{tracing.name}' is traced")
                 raise CompileError(f"op '{name}' ({op_type}) reads tensor '{t.name}' of job "
                                    f"'{t.job.name}', not of job '{self.name}'")
+        if self.micro_batches > 1 and inputs:
+            inputs = microbatch.align_rates(self, name, op_type, inputs)
         if place is None and inputs:
             place = _widest(name, list(inputs.values()))
         op = LogicalOp(name, op_type, {k: t.name for k, t in inputs.items()}, dict(attrs or {}),
@@ -128,6 +146,8 @@ class Job:
             raise CompileError(f"job '{self.name}': {e}") from e
         self.spec.ops.append(op)
         self._ops[name] = op
+        if self.micro_batches > 1:
+            microbatch.set_rate(self, op, inputs)
         if op.out is None:
             return None  # type: ignore[return-value]
         t = Tensor(self, name, op.out.shape, op.out.dtype, place or self.default_placement, sbp)
@@ -156,6 +176,8 @@ class Job:
         place = place or self.default_placement
         first = _single(place)
         t = self.add(kind, {}, attrs, name=name, place=first)
+        if self.micro_batches > 1:  # one request's batch -> micro_batches pieces
+            t = microbatch.unpack(self, t)
         if place is first and sbp is None:
             return t
         sbp = as_sbp(sbp) if sbp is not None else broadcast
@@ -166,19 +188,22 @@ class Job:
     def variable(self, name: str, shape: tuple[int, ...], dtype: str = "float32", *,
                  init: str = "zeros", seed: int = 0, std: float = 1.0,
                  path: str | Path | None = None, placement: Placement | None = None,
-                 sbp: Any = None) -> Tensor:
-        """A parameter kept in its actors across pieces: zeros, seeded normal, or a .npy file."""
+                 sbp: Any = None, requires_grad: bool = False, **init_attrs: Any) -> Tensor:
+        """A parameter kept in its actors across pieces: zeros, a constant, a seeded normal or
+        uniform draw (``low=``, ``high=``), inline values (``value=``), a .npy file or a
+        checkpoint.  ``requires_grad=True``: ``loss.backward()`` in the job computes its
+        gradient (``.grad``), and an optimizer's ``step()`` assigns it."""
         self._check_name(name)
         attrs: dict[str, Any] = {"logical_shape": [int(s) for s in shape],
                                  "dtype": np.dtype(dtype).name, "init": init, "seed": int(seed),
-                                 "std": float(std)}
+                                 "std": float(std), **init_attrs}
         if path is not None:
             attrs["init"], attrs["path"] = "file", str(Path(path).resolve())
             if is_checkpoint(path):  # a Session.save directory: any machine count loads it
                 attrs["init"], attrs["checkpoint_name"] = "checkpoint", name
                 read_checkpoint_variable(path, name, tuple(shape), np.dtype(dtype).name)
-        if attrs["init"] not in ("zeros", "normal", "file", "checkpoint"):
-            raise UsageError(f"variable '{name}': init must be 'zeros', 'normal' or 'file' "
+        if attrs["init"] not in INITS:
+            raise UsageError(f"variable '{name}': init must be one of {', '.join(INITS)} "
                              f"(or give path=), not {init!r}")
         if attrs["init"] == "file" and "path" not in attrs:
             raise UsageError(f"variable '{name}': init='file' needs path=")
@@ -188,7 +213,10 @@ class Job:
         sbp = as_sbp(sbp) if sbp is not None else broadcast
         _check_axis(name, sbp, n)
         _no_partial(name, sbp, "a variable")
-        return self.add("variable_part", {}, attrs, name=name, place=place, sbp=sbp)
+        t = self.add("variable_part", {}, attrs, name=name, place=place, sbp=sbp)
+        if requires_grad:
+            t.requires_grad_()
+        return t
 
     def constant(self, value: np.ndarray, place: Placement | None = None) -> Tensor:
         value = np.asarray(value)
@@ -207,7 +235,22 @@ class Job:
             raise ArgumentTypeError(f"output '{name}': expected a Tensor, not "
                                     f"{type(tensor).__name__}")
         # outputs have their own namespace: a variable 'w' may be output as 'w'
+        if self.micro_batches > 1:
+            tensor = microbatch.pack(self, tensor)
         self.add("output", {"in": tensor}, {"name": name})
+
+    def backward(self, root: Tensor, gradient: Any = None, retain_graph: bool = False) -> None:
+        """``root.backward()`` while this job is traced: the gradient ops join the job.  With
+        micro-batches the seed is ``1/micro_batches`` and each leaf's gradient is summed over
+        the micro-batches by an ``acc`` task, so the update sees the whole batch's mean."""
+        from actorflow.frontend.autograd.engine import run_backward
+
+        k = self.micro_batches
+        if k == 1:
+            run_backward([root], [gradient], retain_graph)
+            return
+        run_backward([root], [gradient], retain_graph, scale=1.0 / k,
+                     leaf_hook=lambda leaf, g: microbatch.accumulate(self, leaf, g))
 
     # -- compiling ---------------------------------------------------------------------------
     def compile(self, machines: int = 1, devices_per_machine: int = 1, **kw: Any) -> Plan:

@@ -16,14 +16,28 @@ DEVICE_TYPES = ("cpu", "cuda")
 
 
 class Placement:
-    """Immutable, hashable, cached: ``device_type`` plus a tuple of distinct ranks."""
+    """Immutable, hashable, cached: ``device_type`` plus a tuple of distinct ranks.
+
+    ``af.placement`` is this class, as OneFlow's ``flow.placement``:
+    ``af.placement("cpu", ranks=[0, 1])`` (or ``type=``/``device_type=``) parses and checks
+    its arguments and returns the cached object; ``af.placement.all("cpu")`` is every rank
+    of the run."""
 
     __slots__ = ("device_type", "ranks")
     device_type: str
     ranks: tuple[int, ...]
     _cache: ClassVar[dict[tuple[str, tuple[int, ...]], Placement]] = {}
 
-    def __new__(cls, device_type: str, ranks: tuple[int, ...]) -> Placement:
+    def __new__(cls, type: str | None = None, ranks: Iterable[int | str] | int | None = None,
+                *, device_type: str | None = None) -> Placement:
+        if type is not None and device_type is not None:
+            raise ArgumentTypeError("placement(): give the device type once (type= or "
+                                    "device_type=)")
+        dev, idx = _parse(device_type or type or "cpu", ranks)
+        return cls._interned(dev, idx)
+
+    @classmethod
+    def _interned(cls, device_type: str, ranks: tuple[int, ...]) -> Placement:
         key = (device_type, ranks)
         obj = cls._cache.get(key)
         if obj is None:
@@ -33,11 +47,23 @@ class Placement:
             cls._cache[key] = obj
         return obj
 
+    @classmethod
+    def all(cls, type: str = "cpu") -> Placement:
+        """Every rank of the run (``WORLD_SIZE`` ranks; rank 0 alone outside a launcher)."""
+        from actorflow.collective import world
+
+        return cls(type, list(range(world().size)))
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{self!r} is immutable")
 
     def __reduce__(self) -> NoReturn:
         raise ArgumentTypeError("placements are not picklable; use .to_dict()")
+
+    @property
+    def type(self) -> str:
+        """The device type (OneFlow's name for ``device_type``)."""
+        return self.device_type
 
     @property
     def parallel_num(self) -> int:
@@ -51,7 +77,7 @@ class Placement:
         return {"device_type": self.device_type, "ranks": list(self.ranks)}
 
     def __repr__(self) -> str:
-        return f"placement({self.device_type!r}, ranks={list(self.ranks)})"
+        return f'actorflow.placement(type="{self.device_type}", ranks={list(self.ranks)})'
 
 
 def _parse_rank(r: object, device_type: str | None) -> tuple[str | None, int]:
@@ -62,14 +88,14 @@ def _parse_rank(r: object, device_type: str | None) -> tuple[str | None, int]:
             raise UsageError(f"placement: rank {r!r} must be an int or 'device:index'")
         return dev, int(idx)
     if isinstance(r, bool) or not isinstance(r, int):
+        if hasattr(r, "__index__") and not isinstance(r, bool):  # numpy integers
+            return device_type, int(r)
         raise ArgumentTypeError(f"placement: ranks must be ints, got {type(r).__name__} {r!r}")
     return device_type, r
 
 
-def placement(
-    device_type: str = "cpu", ranks: Iterable[int | str] | int | None = None
-) -> Placement:
-    """``placement("cpu", ranks=[0, 1])``; ranks may also be one int or ``"cpu:1"`` strings."""
+def _parse(device_type: str, ranks: Iterable[int | str] | int | None) -> tuple[str,
+                                                                                tuple[int, ...]]:
     if isinstance(ranks, int) and not isinstance(ranks, bool):
         ranks = [ranks]
     if ranks is None:
@@ -97,7 +123,10 @@ def placement(
         raise UsageError(f"placement: ranks must be >= 0, got {idx}")
     if len(set(idx)) != len(idx):
         raise UsageError(f"placement: ranks {idx} repeat a rank")
-    return Placement(device_type, tuple(idx))
+    return device_type, tuple(idx)
+
+
+placement = Placement
 
 
 __all__ = ["DEVICE_TYPES", "Placement", "placement"]

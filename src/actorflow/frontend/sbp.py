@@ -13,6 +13,8 @@ from typing import ClassVar, NoReturn
 
 from actorflow.errors import ArgumentTypeError, UsageError
 
+MAX_SPLIT_AXIS = 6  # as OneFlow: split axes are 0..5
+
 
 class SbpParallel:
     """Base of the three SBP kinds; immutable and interned."""
@@ -21,7 +23,11 @@ class SbpParallel:
     code: str
 
     def __repr__(self) -> str:
-        return f"sbp.{self._pretty()}"
+        return f"actorflow.sbp.{self._pretty()}"
+
+    def __call__(self) -> SbpParallel:
+        """OneFlow's SBP objects are callable too: ``sbp.broadcast()`` is ``sbp.broadcast``."""
+        return self
 
     def _pretty(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -45,6 +51,9 @@ class Split(SbpParallel):
         if axis < 0:
             raise UsageError(f"sbp.split(axis): axis must be >= 0, got {axis} (SBP axes are "
                              "absolute because the same SBP may describe tensors of any rank)")
+        if axis >= MAX_SPLIT_AXIS:
+            raise UsageError(f"sbp.split(axis): expected the split axis to be less than the "
+                             f"supported maximum axis ({MAX_SPLIT_AXIS}), but got {axis}")
         obj = cls._cache.get(axis)
         if obj is None:
             obj = object.__new__(cls)
@@ -54,7 +63,7 @@ class Split(SbpParallel):
         return obj
 
     def _pretty(self) -> str:
-        return f"split(axis={self.axis})"
+        return f"split(dim={self.axis})"
 
 
 class _Broadcast(SbpParallel):
@@ -75,6 +84,17 @@ class _PartialSum(SbpParallel):
 
 broadcast = object.__new__(_Broadcast)
 partial_sum = object.__new__(_PartialSum)
+
+
+class NdSbp(tuple):
+    """A global tensor's ``.sbp``: one SBP per axis of its placement (OneFlow's tuple; a
+    1-tuple on actorflow's 1-D placements).  ``.code`` is the one SBP's code."""
+
+    __slots__ = ()
+
+    @property
+    def code(self) -> str:
+        return "".join(s.code for s in self)
 
 
 def split(axis: int) -> Split:
@@ -103,4 +123,5 @@ def as_sbp(value: object, what: str = "sbp") -> SbpParallel:
                             f"af.sbp.partial_sum, not {type(value).__name__}")
 
 
-__all__ = ["SbpParallel", "Split", "as_sbp", "broadcast", "from_code", "partial_sum", "split"]
+__all__ = ["MAX_SPLIT_AXIS", "NdSbp", "SbpParallel", "Split", "as_sbp", "broadcast", "from_code",
+           "partial_sum", "split"]

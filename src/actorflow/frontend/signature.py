@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from actorflow.eager.core import FastCall, FastPlan
 from actorflow.errors import ArgumentTypeError, UsageError
+from actorflow.frontend.fastpath import remember
 
 _MISSING = object()
 
@@ -55,6 +57,11 @@ def set_tensor_types(*types: type) -> None:
     """The frontend tells this module which classes are tensors (keeps imports one-way)."""
     global _TENSOR_TYPES
     _TENSOR_TYPES = types
+
+
+def is_tensor(v: Any) -> bool:
+    """Whether ``v`` is a tensor of a class given to ``set_tensor_types``."""
+    return isinstance(v, _TENSOR_TYPES)
 
 
 def _fail() -> Any:
@@ -128,6 +135,10 @@ def _string(v: Any) -> str:
     return v if isinstance(v, str) else _fail()
 
 
+def _dict(v: Any) -> dict:
+    return v if isinstance(v, dict) else _fail()
+
+
 def _tensor_list(v: Any) -> list[Any]:
     if isinstance(v, (list, tuple)) and v:
         return [_tensor(x) for x in v]
@@ -136,6 +147,7 @@ def _tensor_list(v: Any) -> list[Any]:
 
 for _n, _f in {"Tensor": _tensor, "Scalar": _scalar, "Int": _int, "Float": _float,
                "Bool": _bool, "IntList": _int_list, "DataType": _dtype, "String": _string,
+               "Dict": _dict,
                "TensorList": _tensor_list}.items():
     register_type(_n, _f)
 
@@ -259,12 +271,19 @@ def _convert(p: Param, v: Any, fname: str) -> Any:
     try:
         return _CONVERTERS[p.type](v)
     except _NoMatch:
-        raise _NoMatch(f"{fname}(): argument '{p.name}' must be {p.type}, not "
+        shown = "tensor" if p.type == "Tensor" else p.type  # OneFlow's word for a tensor
+        raise _NoMatch(f"{fname}(): argument '{p.name}' must be {shown}, not "
                        f"{_type_name(v)}") from None
 
 
-class FunctionalOp:
-    """A callable op with several signatures; ``finalize`` turns ArrayArgs into tensors."""
+_FAST_TENSOR: list[Any] = [None, None]  # (eager tensor class, plan_for): eager_tensor.py
+
+
+class FunctionalOp(FastCall):
+    """A callable op with several signatures; ``finalize`` turns ArrayArgs into tensors.
+
+    A call first tries the fast path (``FastCall``: a plan cached by the arguments' types
+    and metas, ``fastpath.py``); ``_slow`` is the whole way, and leaves such a plan."""
 
     def __init__(self, name: str, overloads: list[tuple[str, Callable[..., Any]]],
                  finalize: Callable[[dict], dict] | None = None, doc: str = "") -> None:
@@ -272,6 +291,7 @@ class FunctionalOp:
         self.overloads = [(parse_signature(s), fn) for s, fn in overloads]
         self.finalize = finalize
         self._plans: dict[tuple, tuple] = {}  # argument types -> how to bind (see _remember)
+        self._fast: dict[tuple, Any] = {}  # call key -> FastPlan (fastpath.py)
         lines = "\n".join(f"    {s.text}" for s, _ in self.overloads)
         self.__doc__ = f"{doc}\n\nSignatures:\n{lines}" if doc else f"Signatures:\n{lines}"
 
@@ -305,15 +325,15 @@ class FunctionalOp:
             # the implementation takes the signature's parameters in order: call it with
             # the converted arguments and the remaining defaults, no dict in between
             rest = tuple(p.default for p in sig.params[len(args):])
-            self._plans[key] = (fn, [c for _, c in convs], rest, None)
+            self._plans[key] = (fn, [c for _, c in convs], rest, None, sig)
             return
-        self._plans[key] = (fn, convs, defaults, finalize)
+        self._plans[key] = (fn, convs, defaults, finalize, sig)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def _slow(self, fast_key: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
         key = (*map(type, args), *kwargs)
         plan = self._plans.get(key)
         if plan is not None:  # these argument types bound before: skip the search
-            fn, convs, defaults, finalize = plan
+            fn, convs, defaults, finalize, sig = plan
             if finalize is None:  # positional plan (see _remember)
                 try:
                     call = []
@@ -332,7 +352,11 @@ class FunctionalOp:
             else:
                 if finalize and self.finalize is not None:
                     bound = self.finalize(bound)
-                return fn(**bound)
+                out = fn(**bound)
+                if fast_key is not None and _FAST_TENSOR[0] is not None:
+                    remember(self, fast_key, sig, fn, args, kwargs, bound, _FAST_TENSOR[0],
+                             _FAST_TENSOR[1], FastPlan)
+                return out
         for sig, fn in self.overloads:
             try:
                 bound = bind(sig, self.__name__, args, kwargs)
@@ -343,7 +367,11 @@ class FunctionalOp:
             self._remember(key, sig, fn, args, kwargs)
             if self.finalize is not None:
                 bound = self.finalize(bound)
-            return fn(**bound)
+            out = fn(**bound)
+            if fast_key is not None and _FAST_TENSOR[0] is not None:
+                remember(self, fast_key, sig, fn, args, kwargs, bound, _FAST_TENSOR[0],
+                         _FAST_TENSOR[1], FastPlan)
+            return out
         listing = "\n".join(f"\t*{i}: {s.text}" for i, (s, _) in enumerate(self.overloads))
         raise ArgumentTypeError(f"{self.__name__}(): received an invalid combination of arguments. "
                                 f"The valid signatures are:\n{listing}")
@@ -352,5 +380,5 @@ class FunctionalOp:
         return f"<functional op {self.__name__}>"
 
 
-__all__ = ["ArrayArg", "FunctionalOp", "Param", "Signature", "bind", "parse_signature",
-           "register_type", "set_tensor_types"]
+__all__ = ["ArrayArg", "FunctionalOp", "Param", "Signature", "bind", "is_tensor",
+           "parse_signature", "register_type", "set_tensor_types"]

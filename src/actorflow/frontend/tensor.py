@@ -10,17 +10,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from actorflow.frontend import functional as F
+from actorflow.frontend import functional_nn as FN
+from actorflow.frontend.autograd.tensor_api import AutogradMethods
+from actorflow.frontend.namespace import set_method_owner
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel
+from actorflow.frontend.signature import set_tensor_types
+from actorflow.frontend.size import Size
+from actorflow.frontend.tensor_api import OneFlowTensorAPI
+from actorflow.kernels.dtype import as_dtype
 
 if TYPE_CHECKING:
     from actorflow.frontend.job import Job
 
 
-class TensorMethods:
-    """Operators and methods shared by lazy and eager tensors (all through functional)."""
+class TensorMethods(OneFlowTensorAPI, AutogradMethods):
+    """Operators and methods shared by lazy and eager tensors (all through functional).
+
+    ``af.Tensor`` is this class: every tensor is an instance, and calling it makes one
+    (``tensor_api.py``)."""
 
     __slots__ = ()
+    _user_constructor = True  # TensorMethods(...) is af.Tensor(...); subclasses construct
 
     # -- operators (all through functional) ------------------------------------------------
     def __add__(self, o: Any) -> Tensor:
@@ -62,6 +74,24 @@ class TensorMethods:
     def __neg__(self) -> Tensor:
         return F.neg(self)
 
+    def __abs__(self) -> Tensor:
+        return FN.abs(self)
+
+    def __lt__(self, o: Any) -> Tensor:
+        return FN.lt(self, o)
+
+    def __le__(self, o: Any) -> Tensor:
+        return FN.le(self, o)
+
+    def __gt__(self, o: Any) -> Tensor:
+        return FN.gt(self, o)
+
+    def __ge__(self, o: Any) -> Tensor:
+        return FN.ge(self, o)
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return FN.getitem(self, index)
+
     # -- methods -----------------------------------------------------------------------------
     def relu(self) -> Tensor:
         return F.relu(self)
@@ -96,33 +126,19 @@ class TensorMethods:
     def to_global(self, placement: Placement | None = None, sbp: Any = None) -> Tensor:
         return F.to_global(self, placement, sbp)
 
-    # -- in-place updates of variables (F.assign underneath) -------------------------------
-    def assign_(self, value: Any) -> Tensor:
-        """Set this variable to ``value``; returns the new value."""
-        return F.assign(self, value)
-
-    def add_(self, other: Any) -> Tensor:
-        return F.assign(self, F.add(self, other))
-
-    def sub_(self, other: Any) -> Tensor:
-        return F.assign(self, F.sub(self, other))
-
-    def mul_(self, other: Any) -> Tensor:
-        return F.assign(self, F.mul(self, other))
-
 
 class Tensor(TensorMethods):
     """The output of one op of a job; knows its logical shape, dtype and placement."""
 
-    __slots__ = ("dtype", "job", "name", "placement", "sbp", "shape")
+    __slots__ = ("_ag", "dtype", "job", "name", "placement", "sbp", "shape")
     interpreter = "lazy"  # which interpreter runs ops on this kind of tensor
 
     def __init__(self, job: Job, name: str, shape: tuple[int, ...], dtype: str,
                  placement: Placement, sbp: SbpParallel | None = None) -> None:
         self.job = job
         self.name = name
-        self.shape = shape
-        self.dtype = dtype
+        self.shape = Size(shape)
+        self.dtype = as_dtype(dtype)
         self.placement = placement
         self.sbp = sbp  # fixed by the job (inputs, variables, to_global); else the compiler's
 
@@ -142,4 +158,10 @@ class Tensor(TensorMethods):
         raise TypeError("lazy tensors are not picklable")
 
 
-from actorflow.frontend import functional as F  # noqa: E402  (operators call into it)
+def is_tensor(obj: Any) -> bool:
+    """Whether ``obj`` is an actorflow tensor (lazy, eager local or eager global)."""
+    return isinstance(obj, TensorMethods)
+
+
+set_tensor_types(TensorMethods)  # functional's signatures accept these (imports stay one-way)
+set_method_owner(TensorMethods)  # ops declared so far (and later) become tensor methods

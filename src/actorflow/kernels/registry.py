@@ -43,6 +43,11 @@ class OpDef:
     outputs: tuple[str, ...] = ("out",)
     variadic: bool = False  # inputs are in_0 .. in_{n-1}
     doc: str = ""
+    # element-wise ops: (array-module function, form), the kernel said as data so the eager
+    # VM can call it without the dict-taking wrapper and run chains of them as one
+    # instruction; forms: "t" f(x), "t0" f(x, 0), "tt" f(a, b), "ts" f(x, attrs.scalar),
+    # "st" f(attrs.scalar, x); always with out= (and casting="unsafe" but for "t")
+    ufunc: tuple[str, str] | None = None
 
     def input_names(self, given: Mapping[str, Any]) -> list[str]:
         if not self.variadic:
@@ -67,8 +72,8 @@ class OpDef:
             )
         try:
             return self.infer(ins, attrs)
-        except OpError as e:
-            raise OpError(f"op '{op_name}' ({self.op_type}): {e}") from e
+        except OpError as e:  # the same class (a DimensionError stays an IndexError)
+            raise type(e)(f"op '{op_name}' ({self.op_type}): {e}") from e
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise OpError(
                 f"op '{op_name}' ({self.op_type}): bad attrs or inputs "

@@ -150,6 +150,10 @@ def _add_n(ins: Mapping[str, Shape], out: Shape, attrs: Attrs) -> list[Signature
     return [*sigs, ({k: "P" for k in ins}, "P")]
 
 
+unary_rule = _unary
+elementwise_rule = _elementwise
+reduce_rule = _reduce
+
 register_sbp(["identity", "neg", "scalar_mul", "scalar_div"], _unary(linear=True))
 register_sbp(["relu", "exp", "tanh", "cast", "scalar_add", "scalar_sub", "scalar_pow",
               "scalar_rsub", "scalar_rdiv", "scalar_rpow", "sleep", "busy"], _unary(linear=False))
@@ -168,4 +172,5 @@ register_sbp("concat", _concat)
 register_sbp("slice", _slice)
 register_sbp("add_n", _add_n)
 
-__all__ = ["physical_attrs", "register_sbp", "signatures"]
+__all__ = ["elementwise_rule", "physical_attrs", "reduce_rule", "register_sbp", "signatures",
+           "unary_rule"]

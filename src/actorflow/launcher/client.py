@@ -12,7 +12,7 @@ import time
 from collections import deque
 from typing import Any
 
-from actorflow.errors import LaunchError, MessageRejected, WaitTimeout
+from actorflow.errors import LaunchError, MalformedMessage, WaitTimeout
 from actorflow.launcher import clock
 from actorflow.launcher.ports import resolve
 from actorflow.launcher.wire import CTRL, body_of
@@ -184,5 +184,5 @@ class ControlClient:
             return None
         try:
             return body_of(m, f"the master at {self.where}")
-        except MessageRejected as e:
+        except MalformedMessage as e:
             raise LaunchError(f"rank {self.rank}: {e}") from e

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from actorflow.errors import LaunchError, MessageRejected, TransportError, WaitTimeout
+from actorflow.errors import LaunchError, MalformedMessage, TransportError, WaitTimeout
 from actorflow.launcher.ports import resolve
 from actorflow.launcher.store import Store
 from actorflow.launcher.wire import CTRL, MAX_ROOT_SENTENCE, body_of
@@ -200,7 +200,7 @@ class ControlMaster:
                 ident = m.peer or b""
                 try:
                     self._handle(ident, body_of(m, f"peer {ident!r}"), m)
-                except TransportError as e:  # a stranger's bytes must not end the run
+                except (MalformedMessage, TransportError) as e:  # a stranger's bytes: ignored
                     self._ignore(ident, str(e))
                 except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
                     self._ignore(ident, f"a malformed control message: "
@@ -248,7 +248,7 @@ class ControlMaster:
         assert self._server is not None
         try:
             return self._server.recv(timeout)
-        except MessageRejected as e:  # a stranger's bytes must not end the run
+        except MalformedMessage as e:  # a stranger's bytes must not end the run
             self._ignore(b"", str(e))
             return None
 
@@ -475,7 +475,7 @@ class ControlMaster:
             if m is not None:
                 try:
                     msg = body_of(m)
-                except MessageRejected:
+                except MalformedMessage:
                     continue
                 ident = m.peer or b""
                 rank = self.by_ident.get(ident)

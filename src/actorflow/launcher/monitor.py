@@ -13,7 +13,7 @@ import sys
 import time
 from typing import IO
 
-from actorflow.errors import MessageRejected
+from actorflow.errors import MalformedMessage
 from actorflow.launcher.ports import resolve
 from actorflow.launcher.report import progress_line
 from actorflow.launcher.wire import CTRL, body_of
@@ -47,7 +47,7 @@ class Monitor:
         while m is not None:
             try:
                 msg = body_of(m, "the master")
-            except MessageRejected:
+            except MalformedMessage:
                 m = self._comm.recv(0)
                 continue
             m = self._comm.recv(0)

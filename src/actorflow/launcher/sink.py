@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from actorflow.errors import MessageRejected
+from actorflow.errors import MalformedMessage
 from actorflow.launcher.npz_stream import NpzStream
 from actorflow.launcher.wire import OUT, OUT_QUEUE
 from actorflow.transport.comm import listen
@@ -50,7 +50,7 @@ class OutputSink:
     def _recv(self, timeout: float) -> Any:
         try:
             return self.inbox.recv(timeout)
-        except MessageRejected:
+        except MalformedMessage:
             self.ignored += 1  # a stranger's bytes: counted, the run goes on
             return None
 

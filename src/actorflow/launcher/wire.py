@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorflow.errors import MessageRejected
+from actorflow.errors import MalformedMessage
 from actorflow.transport.comm import Message
 
 CTRL = 1  # a control message (master <-> workers, master <-> the launcher's monitor)
@@ -25,9 +25,9 @@ MAX_ROOT_SENTENCE = 2000  # chars of a "root" message's why-stuck sentence the m
 
 
 def body_of(m: Message, source: str = "peer") -> dict[str, Any]:
-    """The control message in ``m``; anything else is a ``MessageRejected`` naming ``source``."""
+    """The control message in ``m``; anything else is a ``MalformedMessage`` naming ``source``."""
     body = m.body
     if m.kind != CTRL or not isinstance(body, dict) or not isinstance(body.get("t"), str):
-        raise MessageRejected(f"control message from {source} has no type field "
-                              f"(kind {m.kind}, body {body!r:.80})")
+        raise MalformedMessage(f"control message from {source} has no type field "
+                               f"(kind {m.kind}, body {body!r:.80})")
     return body

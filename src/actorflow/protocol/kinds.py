@@ -10,10 +10,9 @@ here (or ``register_kind`` from a plugin module) plus one executor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from actorflow.errors import RegistryError
 from actorflow.protocol import rules
+from actorflow.protocol.kind_record import Kind
 from actorflow.protocol.kind_states import (
     AccState,
     InputState,
@@ -22,28 +21,10 @@ from actorflow.protocol.kind_states import (
     SourceState,
     TickState,
 )
-from actorflow.protocol.rules import Rule
+from actorflow.protocol.mainjob import MAIN_JOB_KINDS
 from actorflow.protocol.state import RUNNING, ActorState
 from actorflow.protocol.task import TaskView as Task
 from actorflow.registry import Registry
-
-
-@dataclass(frozen=True)
-class Kind:
-    """One task type: state machine, structural rule, and what it is for (``plan show``).
-
-    ``remote_inputs``: tasks of this kind may consume regsts produced on another machine
-    (only ``comm_net``: every other edge between machines goes through one).
-    ``shape``: the Graphviz node shape of ``flowlaunch plan dot``.
-    """
-
-    name: str
-    state: type[ActorState]
-    rule: Rule
-    description: str
-    remote_inputs: bool = False
-    shape: str = "box"
-
 
 KINDS: Registry[Kind] = Registry("task type")
 
@@ -95,10 +76,9 @@ for _kind in (
     Kind("boxing", ActorState, rules.boxing,
          "slices, concatenates or adds parallel pieces to change SBP/placement",
          shape="hexagon"),
+    *MAIN_JOB_KINDS,
 ):
     register_kind(_kind)
-
-from actorflow.protocol import mainjob  # noqa: E402,F401  (registers the main job's kinds)
 
 __all__ = ["KINDS", "RUNNING", "AccState", "InputState", "Kind", "OutputState", "RepeatState",
            "SourceState", "TickState", "get_kind", "kind_names", "make_state", "register_kind"]

@@ -22,8 +22,8 @@ from typing import Any
 
 from actorflow.errors import ProtocolError
 from actorflow.protocol import rules
+from actorflow.protocol.kind_record import Kind
 from actorflow.protocol.kind_states import TickState, _Generator
-from actorflow.protocol.kinds import Kind, register_kind
 from actorflow.protocol.messages import READY, Act, Exit, Msg
 from actorflow.protocol.rules import Structure
 from actorflow.protocol.state import EXITED, RUNNING, ZOMBIE, ActorState, Produced
@@ -342,7 +342,7 @@ def _callback_rule(t: TaskShape, s: Structure) -> list[str]:
     return _counts(t, "1+", "0")
 
 
-for _kind in (
+MAIN_JOB_KINDS: tuple[Kind, ...] = (
     Kind("wait_and_send_ids", WaitAndSendIdsState, _wait_rule,
          "main job: takes critical-section ids from the client, sends them on in order",
          shape="invhouse"),
@@ -356,8 +356,8 @@ for _kind in (
          shape="invtrapezium"),
     Kind("callback_tick", CallbackTickState, _callback_rule,
          "main job: tells the client a machine finished a piece of a job", shape="point"),
-):
-    register_kind(_kind)
+)
+"""The main job's kinds; ``kinds.py`` registers them with the built-in ones."""
 
-__all__ = ["CallbackTickState", "CaseState", "EsacState", "ReentrantLockState",
+__all__ = ["MAIN_JOB_KINDS", "CallbackTickState", "CaseState", "EsacState", "ReentrantLockState",
            "WaitAndSendIdsState"]

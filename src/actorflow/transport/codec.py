@@ -20,7 +20,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from actorflow.errors import MessageRejected, TransportError
+from actorflow.errors import MalformedMessage, TransportError
 
 WIRE_VERSION = 1
 
@@ -51,14 +51,14 @@ def decode_head(head: bytes, source: str = "peer") -> tuple[int, Any, list | Non
         h = msgpack.unpackb(head, raw=False, strict_map_key=False, use_list=True)
         version, kind, body, metas = h
     except Exception as e:  # msgpack raises several unrelated types
-        raise MessageRejected(f"undecodable message header from {source} ({len(head)} "
-                              f"bytes): {e}") from e
+        raise MalformedMessage(f"undecodable message header from {source} ({len(head)} "
+                               f"bytes): {e}") from e
     if version != WIRE_VERSION:
-        raise MessageRejected(f"{source} speaks wire version {version!r}; this actorflow "
-                              f"speaks {WIRE_VERSION} (mixed actorflow versions?)")
+        raise MalformedMessage(f"{source} speaks wire version {version!r}; this actorflow "
+                               f"speaks {WIRE_VERSION} (mixed actorflow versions?)")
     if not isinstance(kind, int) or not (metas is None or isinstance(metas, list)):
-        raise MessageRejected(f"malformed message header from {source}: kind {kind!r}, "
-                              f"blob list {type(metas).__name__}")
+        raise MalformedMessage(f"malformed message header from {source}: kind {kind!r}, "
+                               f"blob list {type(metas).__name__}")
     return kind, body, metas
 
 
@@ -80,8 +80,8 @@ def view(meta: list, frame: Any) -> np.ndarray:
     try:
         return np.frombuffer(buf, dtype=_dtype(meta[1])).reshape(meta[2])
     except (TypeError, ValueError, IndexError) as e:
-        raise MessageRejected(f"blob meta {meta!r:.80} does not describe its "
-                              f"{len(buf)}-byte frame: {e}") from e
+        raise MalformedMessage(f"blob meta {meta!r:.80} does not describe its "
+                               f"{len(buf)}-byte frame: {e}") from e
 
 
 def copy_into(metas: list, frames: list, dst: Mapping[str, np.ndarray],

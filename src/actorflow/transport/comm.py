@@ -14,7 +14,7 @@ connects to one listener.  Two shapes, named by pattern:
     m = server.recv(1.0); server.send(m.peer, KIND, body)              # m.peer: who asked
 
 Every listener and comm is given a ``Security`` (the authentication hook, applied to the
-socket before bind/connect) and ``Limits`` (checked on every receive, ``MessageRejected``
+socket before bind/connect) and ``Limits`` (checked on every receive, ``MalformedMessage``
 naming the peer address on a breach).  ``recv`` returns ``None`` when ``timeout`` passes:
 the caller's error names what it waited for.  ``CommLike``/``ListenerLike`` are the typing
 protocols the layers above program against.
@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import zmq
 
-from actorflow.errors import CommClosed, MessageRejected, TransportError
+from actorflow.errors import CommClosed, MalformedMessage, TransportError
 from actorflow.registry import Registry
 from actorflow.transport import codec
 from actorflow.transport.limits import DEFAULT_LIMITS, Limits
@@ -115,6 +115,15 @@ class _Endpoint:
         self.rejected = 0  # messages refused by the limits or the codec
         self.send_timeout: float | None = None  # s a send may wait for room (Comm)
 
+    @property
+    def handle(self) -> int:
+        """The libzmq socket's address, for the compiled core's C driver (``_core/_zq``),
+        which sends and receives on it with the GIL released while this endpoint keeps it
+        open.  Not for Python: nothing above transport touches a socket."""
+        if self.closed:
+            raise CommClosed(f"{self.name}: closed ({self.address})")
+        return int(self._sock.underlying)
+
     # -- receiving ----------------------------------------------------------------------
     def poll(self, timeout: float) -> bool:
         """True when a message is waiting (within ``timeout`` seconds)."""
@@ -162,7 +171,7 @@ class _Endpoint:
                          f"{limits.max_frame_bytes} bytes", peer)
         try:
             kind, body, metas = codec.decode_head(head, self._source(peer))
-        except MessageRejected:
+        except MalformedMessage:
             self._drain()
             self.rejected += 1
             raise
@@ -198,7 +207,7 @@ class _Endpoint:
     def _reject(self, why: str, peer: bytes | None) -> None:
         self._drain()
         self.rejected += 1
-        raise MessageRejected(f"{self._source(peer)}: message rejected: {why}")
+        raise MalformedMessage(f"{self._source(peer)}: message rejected: {why}")
 
     # -- sending ------------------------------------------------------------------------
     def _send_frames(self, frames: list, copy: bool, peer: bytes | None = None) -> None:

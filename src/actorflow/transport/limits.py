@@ -2,7 +2,7 @@
 
 Checked on every receive (``comm.py``) before a frame is used, so a peer that sends a
 header listing a million blobs, or a frame larger than any regst of the run, gets a
-``MessageRejected`` naming the limit and the sender's address instead of exhausting memory.
+``MalformedMessage`` naming the limit and the sender's address instead of exhausting memory.
 The rest of the offending message is drained so the next receive starts at a message
 boundary.
 """

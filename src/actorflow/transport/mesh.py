@@ -32,7 +32,7 @@ import numpy as np
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from actorflow.errors import MalformedMessage, MessageRejected, TransportError
+from actorflow.errors import MalformedMessage, TransportError
 from actorflow.transport.comm import Comm, Listener, connect, listen
 from actorflow.transport.security import Security, default_security
 
@@ -130,7 +130,7 @@ class Mesh:
         while True:
             try:
                 msg = inbox.recv(0)
-            except MessageRejected as e:
+            except MalformedMessage as e:
                 self.reject(str(e).partition("message rejected: ")[2] or str(e), "?")
                 continue
             if msg is None:

@@ -31,6 +31,18 @@ _counter = iter(range(1 << 62))
 _CONTEXTS: dict[str, zmq.Context] = {}
 
 
+def libzmq_file() -> str:
+    """The file through which pyzmq loaded libzmq (its backend extension): the compiled
+    core finds libzmq's C functions there (``_core/_zq``: dlopen RTLD_NOLOAD + dlsym), so
+    it drives the very sockets made here, with no second copy of libzmq."""
+    try:
+        from zmq.backend.cython import _zmq
+    except ImportError as e:
+        raise TransportError(f"pyzmq {zmq.__version__} has no Cython backend (the compiled "
+                             "core drives pyzmq's libzmq through it)") from e
+    return str(_zmq.__file__)
+
+
 def context(plane: str = "data") -> zmq.Context:
     """The process-wide ZeroMQ context of ``plane`` ("data" or "control").
 

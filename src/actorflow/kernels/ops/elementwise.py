@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
+import math
+from typing import Any
 
 from actorflow.errors import OpError
+from actorflow.kernels import dtype as dt
 from actorflow.kernels.blob import BlobDesc
-from actorflow.kernels.ops._infer import broadcast_shape, result_dtype, same
+from actorflow.kernels.grad import register_grad, sum_to
+from actorflow.kernels.ops._infer import broadcast_shape, same
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -19,11 +22,18 @@ from actorflow.kernels.registry import (
 )
 
 
-def _unary(op_type: str, fn_name: str, doc: str) -> None:
-    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        getattr(ctx.xp, fn_name)(ins["in"], out=outs["out"])
+def _floating(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
+    d = ins["in"]
+    return {"out": BlobDesc(d.shape, dt.floating(d.dtype))}
 
-    register_op(OpDef(op_type, ("in",), lambda ins, a: same(ins["in"]), kernel, doc=doc))
+
+def _unary(op_type: str, fn_name: str, doc: str, floating: bool = False) -> None:
+    """``floating``: integers and bools give float32 (exp, tanh: OneFlow's rule)."""
+    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
+        getattr(ctx.xp, fn_name)(ins["in"], out=outs["out"], casting="unsafe")
+
+    infer = _floating if floating else (lambda ins, a: same(ins["in"]))
+    register_op(OpDef(op_type, ("in",), infer, kernel, doc=doc, ufunc=(fn_name, "t")))
 
 
 def _identity_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
@@ -35,10 +45,11 @@ def _relu_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) ->
 
 
 register_op(OpDef("identity", ("in",), lambda ins, a: same(ins["in"]), _identity_kernel))
-register_op(OpDef("relu", ("in",), lambda ins, a: same(ins["in"]), _relu_kernel))
+register_op(OpDef("relu", ("in",), lambda ins, a: same(ins["in"]), _relu_kernel,
+                  ufunc=("maximum", "t0")))
 _unary("neg", "negative", "-x")
-_unary("exp", "exp", "e**x")
-_unary("tanh", "tanh", "tanh(x)")
+_unary("exp", "exp", "e**x", floating=True)
+_unary("tanh", "tanh", "tanh(x)", floating=True)
 
 BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
           "pow": "power", "maximum": "maximum", "minimum": "minimum"}
@@ -47,9 +58,12 @@ BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divid
 def _binary_infer(op_type: str) -> InferFn:
     def infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
         a, b = ins["a"], ins["b"]
-        dtype = result_dtype(a.dtype, b.dtype)
-        if op_type == "div" and np.dtype(dtype).kind in "iub":
-            dtype = "float64"
+        if op_type == "sub" and a.dtype == b.dtype == "bool":
+            raise OpError("subtraction of two bool tensors is not supported (as in torch and "
+                          "numpy); use logical_xor, or cast one to an integer dtype first")
+        dtype = dt.binary(a.dtype, len(a.shape), b.dtype, len(b.shape))
+        if op_type in ("div", "pow"):  # true division; pow of two tensors (OneFlow)
+            dtype = dt.floating(dtype)
         return {"out": BlobDesc(broadcast_shape(a.shape, b.shape), dtype)}
     return infer
 
@@ -61,7 +75,7 @@ def _binary_kernel(fn_name: str) -> KernelFn:
 
 
 for _t, _fn in BINARY.items():
-    register_op(OpDef(_t, ("a", "b"), _binary_infer(_t), _binary_kernel(_fn)))
+    register_op(OpDef(_t, ("a", "b"), _binary_infer(_t), _binary_kernel(_fn), ufunc=(_fn, "tt")))
 
 
 def _scalar_infer(op_type: str) -> InferFn:
@@ -70,11 +84,9 @@ def _scalar_infer(op_type: str) -> InferFn:
         s = attrs["scalar"]
         if not isinstance(s, (int, float, bool)):
             raise OpError(f"attr 'scalar' must be a number, got {type(s).__name__}")
-        dtype = d.dtype
-        if isinstance(s, float) and np.dtype(dtype).kind in "iub":
-            dtype = "float64"
-        if op_type in ("scalar_div", "scalar_rdiv") and np.dtype(dtype).kind in "iub":
-            dtype = "float64"
+        dtype = dt.with_scalar(d.dtype, dt.scalar_category(s))
+        if op_type in ("scalar_div", "scalar_rdiv"):
+            dtype = dt.floating(dtype)
         return {"out": BlobDesc(d.shape, dtype)}
     return infer
 
@@ -94,10 +106,10 @@ for _t, _fn in BINARY.items():
     if _t in ("maximum", "minimum"):
         continue
     register_op(OpDef(f"scalar_{_t}", ("in",), _scalar_infer(f"scalar_{_t}"),
-                      _scalar_kernel(_fn, False), doc=f"x {_t} scalar"))
+                      _scalar_kernel(_fn, False), doc=f"x {_t} scalar", ufunc=(_fn, "ts")))
     if _t in ("sub", "div", "pow"):
         register_op(OpDef(f"scalar_r{_t}", ("in",), _scalar_infer(f"scalar_r{_t}"),
-                          _scalar_kernel(_fn, True), doc=f"scalar {_t} x"))
+                          _scalar_kernel(_fn, True), doc=f"scalar {_t} x", ufunc=(_fn, "st")))
 
 
 def _add_n_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
@@ -106,7 +118,10 @@ def _add_n_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     for d in descs[1:]:
         if d.shape != shape:
             raise OpError(f"all inputs must have one shape, got {[x.shape for x in descs]}")
-    return {"out": BlobDesc(shape, result_dtype(*[d.dtype for d in descs]))}
+    dtype = descs[0].dtype
+    for d in descs[1:]:
+        dtype = dt.promote(dtype, d.dtype)
+    return {"out": BlobDesc(shape, dtype)}
 
 
 def _add_n_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
@@ -119,3 +134,65 @@ def _add_n_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -
 
 register_op(OpDef("add_n", (), _add_n_infer, _add_n_kernel, variadic=True,
                   doc="sum of N same-shaped inputs (P->B boxing)"))
+
+
+# -- gradient rules (kernels/grad.py) ---------------------------------------------------------
+def _ab(ctx: Any) -> tuple[Any, Any]:
+    return ctx.inputs["a"], ctx.inputs["b"]
+
+
+def _binary_grad(da: Any, db: Any) -> Any:
+    """A rule from two functions (F, a, b, out, dy) -> the unreduced gradient of a / b."""
+    def rule(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+        a, b = _ab(ctx)
+        out = {}
+        if "a" in ctx.needs:
+            out["a"] = sum_to(F, da(F, a, b, ctx.out, dy), a.shape)
+        if "b" in ctx.needs:
+            out["b"] = sum_to(F, db(F, a, b, ctx.out, dy), b.shape)
+        return out
+    return rule
+
+
+def _pick(F: Any, win: Any, tie: Any, dy: Any) -> Any:
+    """dy where ``win``, half of it where ``tie`` (maximum/minimum share ties evenly)."""
+    return F.add(F.where(win, dy, 0.0), F.where(tie, F.mul(dy, 0.5), 0.0))
+
+
+register_grad("identity", lambda F, ctx, dy: {"in": dy})
+register_grad("neg", lambda F, ctx, dy: {"in": F.neg(dy)})
+register_grad("exp", lambda F, ctx, dy: {"in": F.mul(dy, ctx.out)})
+register_grad("tanh", lambda F, ctx, dy: {"in": F.mul(dy, F.sub(1.0, F.mul(ctx.out, ctx.out)))})
+register_grad("add", _binary_grad(lambda F, a, b, y, dy: dy, lambda F, a, b, y, dy: dy))
+register_grad("sub", _binary_grad(lambda F, a, b, y, dy: dy, lambda F, a, b, y, dy: F.neg(dy)))
+register_grad("mul", _binary_grad(lambda F, a, b, y, dy: F.mul(dy, b),
+                                  lambda F, a, b, y, dy: F.mul(dy, a)))
+register_grad("div", _binary_grad(lambda F, a, b, y, dy: F.div(dy, b),
+                                  lambda F, a, b, y, dy: F.neg(F.div(F.mul(dy, y), b))))
+register_grad("pow", _binary_grad(
+    lambda F, a, b, y, dy: F.mul(dy, F.mul(b, F.pow(a, F.sub(b, 1.0)))),
+    lambda F, a, b, y, dy: F.mul(dy, F.mul(y, F.log(a)))))
+register_grad("maximum", _binary_grad(
+    lambda F, a, b, y, dy: _pick(F, F.gt(a, b), F.eq(a, b), dy),
+    lambda F, a, b, y, dy: _pick(F, F.lt(a, b), F.eq(a, b), dy)))
+register_grad("minimum", _binary_grad(
+    lambda F, a, b, y, dy: _pick(F, F.lt(a, b), F.eq(a, b), dy),
+    lambda F, a, b, y, dy: _pick(F, F.gt(a, b), F.eq(a, b), dy)))
+
+
+def _scalar_rule(fn: Any) -> Any:
+    def rule(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+        return {"in": fn(F, ctx.inputs["in"], ctx.attrs["scalar"], ctx.out, dy)}
+    return rule
+
+
+register_grad(["scalar_add", "scalar_sub"], _scalar_rule(lambda F, x, s, y, dy: dy))
+register_grad("scalar_mul", _scalar_rule(lambda F, x, s, y, dy: F.mul(dy, s)))
+register_grad("scalar_div", _scalar_rule(lambda F, x, s, y, dy: F.div(dy, s)))
+register_grad("scalar_pow", _scalar_rule(
+    lambda F, x, s, y, dy: F.mul(dy, F.mul(F.pow(x, s - 1.0), float(s)))))
+register_grad("scalar_rsub", _scalar_rule(lambda F, x, s, y, dy: F.neg(dy)))
+register_grad("scalar_rdiv", _scalar_rule(lambda F, x, s, y, dy: F.neg(F.div(F.mul(dy, y), x))))
+register_grad("scalar_rpow", _scalar_rule(
+    lambda F, x, s, y, dy: F.mul(F.mul(dy, y), math.log(s))))
+register_grad("add_n", lambda F, ctx, dy: {k: dy for k in ctx.needs})

@@ -6,6 +6,7 @@ every piece is distinct and a test can tell pieces apart.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -42,16 +43,37 @@ def _constant_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs
     _shift(ctx, out, attrs)
 
 
+def arange_length(start: float, stop: float, step: float) -> int:
+    """How many values ``start, start + step, ...`` lie before ``stop`` (floats allowed)."""
+    if step == 0:
+        raise OpError("arange: step must not be 0")
+    if all(isinstance(v, int) for v in (start, stop, step)):
+        return len(range(int(start), int(stop), int(step)))
+    return max(0, math.ceil((stop - start) / step))
+
+
+def _arange_attrs(attrs: Attrs) -> tuple[float, float, float]:
+    vals = (attrs.get("start", 0), attrs["stop"], attrs.get("step", 1))
+    for v in vals:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise OpError(f"arange: start, stop and step must be numbers, got {v!r}")
+    return vals
+
+
 def _arange_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
-    n = len(range(int(attrs.get("start", 0)), int(attrs["stop"]), int(attrs.get("step", 1))))
-    dtype = np.dtype(attrs.get("dtype", "int64")).name
-    return {"out": BlobDesc((n,), dtype)}
+    start, stop, step = _arange_attrs(attrs)
+    default = "int64" if all(isinstance(v, int) for v in (start, stop, step)) else "float32"
+    dtype = np.dtype(attrs.get("dtype") or default).name
+    return {"out": BlobDesc((arange_length(start, stop, step),), dtype)}
 
 
 def _arange_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     out = outs["out"]
-    out[...] = ctx.xp.arange(int(attrs.get("start", 0)), int(attrs["stop"]),
-                             int(attrs.get("step", 1)))
+    start, stop, step = _arange_attrs(attrs)
+    if all(isinstance(v, int) for v in (start, stop, step)):
+        out[...] = ctx.xp.arange(start, stop, step)
+    else:  # start + i * step in float64, as many as arange_length says
+        out[...] = start + step * ctx.xp.arange(out.shape[0], dtype="float64")
     _shift(ctx, out, attrs)
 
 
@@ -88,9 +110,21 @@ def initial_variable_value(attrs: Attrs) -> np.ndarray:
     init = attrs.get("init", "zeros")
     if init == "zeros":
         return np.zeros(shape, dtype)
+    if init == "constant":
+        return np.full(shape, attrs.get("value", 0), dtype)
     if init == "normal":
         rng = np.random.default_rng(int(attrs.get("seed", 0)))
-        return (rng.standard_normal(shape) * float(attrs.get("std", 1.0))).astype(dtype)
+        return (rng.standard_normal(shape) * float(attrs.get("std", 1.0))
+                + float(attrs.get("mean", 0.0))).astype(dtype)
+    if init == "uniform":  # nn layers' default draws (kaiming/xavier bounds)
+        rng = np.random.default_rng(int(attrs.get("seed", 0)))
+        return rng.uniform(float(attrs["low"]), float(attrs["high"]), shape).astype(dtype)
+    if init == "value":  # values given inline (a parameter changed before it was traced)
+        value = np.asarray(attrs["value"], dtype=dtype)
+        if value.size != int(np.prod(shape)):
+            raise OpError(f"inline value holds {value.size} numbers, shape {shape} needs "
+                          f"{int(np.prod(shape))}")
+        return value.reshape(shape)
     if init == "file":
         path = attrs["path"]
         try:
@@ -108,7 +142,10 @@ def initial_variable_value(attrs: Attrs) -> np.ndarray:
             return read_variable(attrs["path"], attrs["checkpoint_name"], shape, dtype)
         except UsageError as e:
             raise OpError(str(e)) from e
-    raise OpError(f"unknown init {init!r}; expected 'zeros', 'normal', 'file' or 'checkpoint'")
+    raise OpError(f"unknown init {init!r}; expected one of {', '.join(INITS)}")
+
+
+INITS = ("zeros", "constant", "normal", "uniform", "value", "file", "checkpoint")
 
 
 register_op(OpDef("constant", (), _constant_infer, _constant_kernel))

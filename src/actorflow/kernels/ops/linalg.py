@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
+from actorflow.kernels.dtype import floating
+from actorflow.kernels.grad import register_grad
 from actorflow.kernels.ops._infer import norm_axis, result_dtype
+from actorflow.kernels.ops.batched import matmul_grads
 from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
 
@@ -48,7 +53,7 @@ def _bias_add_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs
 def _softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     norm_axis(int(attrs.get("axis", -1)), len(d.shape))
-    dtype = d.dtype if d.dtype.startswith("float") else "float64"
+    dtype = floating(d.dtype)
     return {"out": BlobDesc(d.shape, dtype)}
 
 
@@ -63,3 +68,25 @@ def _softmax_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs)
 register_op(OpDef("matmul", ("a", "b"), _matmul_infer, _matmul_kernel))
 register_op(OpDef("bias_add", ("a", "b"), _bias_add_infer, _bias_add_kernel))
 register_op(OpDef("softmax", ("in",), _softmax_infer, _softmax_kernel))
+
+
+# -- gradient rules (kernels/grad.py) ---------------------------------------------------------
+def _softmax_grad(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+    y, axis = ctx.out, int(ctx.attrs.get("axis", -1))
+    return {"in": F.mul(y, F.sub(dy, F.sum(F.mul(dy, y), [axis], True)))}
+
+
+def _bias_add_grad(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+    axis = int(ctx.attrs.get("axis", -1)) % dy.ndim
+    out = {}
+    if "a" in ctx.needs:
+        out["a"] = dy
+    if "b" in ctx.needs:
+        out["b"] = F.sum(dy, [i for i in range(dy.ndim) if i != axis], False)
+    return out
+
+
+register_grad("matmul", lambda F, ctx, dy: matmul_grads(
+    F, ctx, dy, lambda x, y, ta, tb: F.matmul(x, y, transpose_a=ta, transpose_b=tb)))
+register_grad("softmax", _softmax_grad)
+register_grad("bias_add", _bias_add_grad)

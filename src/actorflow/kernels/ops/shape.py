@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
+from actorflow.kernels.grad import register_grad
 from actorflow.kernels.ops._infer import norm_axis, result_dtype
 from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
@@ -17,14 +19,19 @@ def _reshape_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     shape = [int(x) for x in attrs["shape"]]
     total = math.prod(d.shape)
     if shape.count(-1) > 1:
-        raise OpError(f"shape {shape} has more than one -1")
+        raise OpError(f"shape {shape} has more than one -1: only one dimension can be inferred")
+    bad = [x for x in shape if x < -1]
+    if bad:
+        raise OpError(f"shape {shape}: Invalid shape dimension {bad[0]}")
     if -1 in shape:
         rest = math.prod(x for x in shape if x != -1)
         if rest == 0 or total % rest:
             raise OpError(f"cannot reshape {d.shape} into {tuple(shape)}")
         shape[shape.index(-1)] = total // rest
     if math.prod(shape) != total:
-        raise OpError(f"cannot reshape {d.shape} ({total} elements) into {tuple(shape)}")
+        raise OpError(f"cannot reshape {d.shape} ({total} elements) into {tuple(shape)}: "
+                      f"shape '({','.join(map(str, shape))})' is invalid for input of size "
+                      f"{total}")
     return {"out": BlobDesc(tuple(shape), d.dtype)}
 
 
@@ -116,8 +123,10 @@ def _reduce_infer(ins: Blobs, attrs: Attrs, mean: bool = False) -> dict[str, Blo
     shape = [1 if i in axes else s for i, s in enumerate(d.shape)] if keepdims else [
         s for i, s in enumerate(d.shape) if i not in axes]
     dtype = d.dtype
-    if mean and np.dtype(dtype).kind in "iub":
-        dtype = "float64"
+    if np.dtype(dtype).kind in "iub":
+        if mean:  # OneFlow: "Can only calculate the mean of floating types."
+            raise OpError(f"Can only calculate the mean of floating types, not {dtype}")
+        dtype = "int64"  # sums of integers and bools are int64 (OneFlow, torch)
     return {"out": BlobDesc(tuple(shape), dtype)}
 
 
@@ -144,3 +153,63 @@ register_op(OpDef("slice", ("in",), _slice_infer, _slice_kernel))
 register_op(OpDef("reduce_sum", ("in",), _reduce_infer, _reduce_sum_kernel))
 register_op(OpDef("reduce_mean", ("in",), lambda i, a: _reduce_infer(i, a, mean=True),
                   _reduce_mean_kernel))
+
+
+# -- gradient rules (kernels/grad.py) ---------------------------------------------------------
+def _reduce_grad(mean: bool) -> Any:
+    def rule(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+        x = ctx.inputs["in"]
+        shape = tuple(x.shape)
+        axis = ctx.attrs.get("axis")
+        axes = range(len(shape)) if axis is None else [axis] if isinstance(axis, int) else axis
+        red = sorted({int(a) % max(len(shape), 1) for a in axes})
+        keep = [1 if i in red else s for i, s in enumerate(shape)]
+        g = F.broadcast_to(F.reshape(dy, keep), list(shape)) if shape else F.reshape(dy, [])
+        if mean:
+            n = math.prod(shape[i] for i in red)
+            g = F.mul(g, 1.0 / max(n, 1))
+        return {"in": g}
+    return rule
+
+
+def _concat_grad(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+    names = sorted(ctx.inputs, key=lambda k: int(k[3:]))
+    axis = int(ctx.attrs.get("axis", 0)) % dy.ndim
+    out, start = {}, 0
+    for k in names:
+        n = ctx.inputs[k].shape[axis]
+        if k in ctx.needs:
+            out[k] = F.narrow(dy, axis, start, n)
+        start += n
+    return out
+
+
+def _slice_grad(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+    shape = list(ctx.inputs["in"].shape)
+    axis = int(ctx.attrs.get("axis", 0)) % len(shape)
+    begin, end = [0] * len(shape), list(shape)
+    begin[axis], end[axis] = int(ctx.attrs["start"]), int(ctx.attrs["stop"])
+    return {"in": F.strided_slice_grad(dy, shape, begin, end, [1] * len(shape))}
+
+
+def _inverse(perm: list[int]) -> list[int]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+def _transpose_grad(F: Any, ctx: Any, dy: Any) -> dict[str, Any]:
+    perm = ctx.attrs.get("perm")
+    n = dy.ndim
+    perm = list(range(n))[::-1] if perm is None else [int(p) for p in perm]
+    return {"in": F.transpose(dy, _inverse(perm))}
+
+
+register_grad("reshape", lambda F, ctx, dy: {"in": F.reshape(dy, list(ctx.inputs["in"].shape))})
+register_grad("transpose", _transpose_grad)
+register_grad("cast", lambda F, ctx, dy: {"in": F.cast(dy, ctx.inputs["in"].dtype)})
+register_grad("concat", _concat_grad)
+register_grad("slice", _slice_grad)
+register_grad("reduce_sum", _reduce_grad(mean=False))
+register_grad("reduce_mean", _reduce_grad(mean=True))

@@ -33,6 +33,7 @@ from actorflow.plan.model import (
 from actorflow.plan.wiring import comm_net_name, wire_comm_net
 
 IO_KINDS = ("input", "source", "output")
+RATE_KINDS = ("repeat", "acc")  # one node per task, no kernel: the kind does the work
 
 
 class Emitter:
@@ -81,7 +82,7 @@ class Emitter:
         for g, ids in enumerate(self.groups):
             head = self.nodes[ids[0]]
             kinds = {self.nodes[i].kind for i in ids}
-            kind = head.kind if head.kind in IO_KINDS else (
+            kind = head.kind if head.kind in IO_KINDS + RATE_KINDS else (
                 "normal" if "normal" in kinds else "boxing")
             m, d = head.device
             main = [self.nodes[i] for i in ids if self.nodes[i].kind == "normal"] or [head]
@@ -197,7 +198,7 @@ class Emitter:
             n = self.nodes[nid]
             ins = {arg: BlobRef(self._read(t, src).regst_desc_id, "out")
                    for arg, src in n.inputs.items()}
-            if n.kind in ("input", "output"):
+            if n.kind in ("input", "output", *RATE_KINDS):
                 continue
             outs = {"out": BlobRef(self.desc_of[nid].regst_desc_id, "out")}
             t.exec_sequence.append(ExecNode(KernelConf(n.name, n.op_type, dict(n.attrs)),

@@ -7,7 +7,10 @@ frontend.  Every op has one output, the tensor named after the op.  Special op t
 - ``source``: a tensor generated each piece by a generator kernel (attrs ``kernel``,
   ``kernel_attrs``);
 - ``to_global``: the input tensor moved to a new placement and/or SBP (boxing only);
-- ``output``: hands its input to the client under attr ``name`` (default: the op's name).
+- ``output``: hands its input to the client under attr ``name`` (default: the op's name);
+- ``repeat`` / ``acc``: the input once per piece becomes ``repeat_num`` pieces, or
+  ``acc_num`` pieces are summed into one (micro-batches: ``af.Job(micro_batches=k)``);
+  each device part of the tensor gets its own repeat/acc task.
 
 Any other op type is a kernel op from the registry (``variable_part``/``const_array``
 take no inputs and hold their value in attrs).
@@ -22,7 +25,8 @@ from actorflow.errors import CompileError, OpError
 from actorflow.kernels.registry import get_op
 from actorflow.plan.model import BlobDesc
 
-SPECIAL = ("input", "source", "to_global", "output")
+SPECIAL = ("input", "source", "to_global", "output", "repeat", "acc")
+RATE_KINDS = {"repeat": "repeat_num", "acc": "acc_num"}
 NO_INPUT_KERNELS = ("variable_part", "const_array")
 
 
@@ -83,6 +87,12 @@ def infer_op(op: LogicalOp, ins: dict[str, BlobDesc]) -> BlobDesc | None:
         kernel = get_op(op.attrs["kernel"])
         return kernel.infer_checked(op.name, {}, op.attrs["kernel_attrs"])["out"]
     if t == "to_global":
+        return ins["in"]
+    if t in RATE_KINDS:
+        n = op.attrs.get(RATE_KINDS[t])
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise OpError(f"op '{op.name}' ({t}): attr {RATE_KINDS[t]} must be an int >= 1, "
+                          f"got {n!r}")
         return ins["in"]
     if t == "output":
         return None

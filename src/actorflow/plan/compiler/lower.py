@@ -21,7 +21,7 @@ from actorflow.kernels import sbp as sbp_rules
 from actorflow.kernels.registry import get_op
 from actorflow.plan.compiler.boxer import Boxer
 from actorflow.plan.compiler.boxing import Device, boxing_cost, piece_box, split_axis, valid_code
-from actorflow.plan.compiler.graph import NO_INPUT_KERNELS, JobSpec, LogicalOp
+from actorflow.plan.compiler.graph import NO_INPUT_KERNELS, RATE_KINDS, JobSpec, LogicalOp
 from actorflow.plan.compiler.trees import DEFAULT_WIDTH
 from actorflow.plan.model import BlobDesc
 
@@ -296,7 +296,23 @@ class Lowering:
         self.choices[op.name] = f"{lay.code} on {self._ranks_text(lay.devices)} ({op.op_type})"
 
 
+def _rate(self: Lowering, op: LogicalOp) -> None:
+    """``repeat``/``acc``: one task of that kind per device part, the layout unchanged."""
+    src = self.layouts[op.inputs["in"]]
+    key = RATE_KINDS[op.op_type]
+    nodes = []
+    for j, (dev, nid) in enumerate(zip(src.devices, src.nodes)):
+        name = op.name if len(src.devices) == 1 else f"{op.name}@{j}"
+        nodes.append(self._node(op.op_type, name, "", {}, dev, {"in": nid}, self.nodes[nid].out,
+                                op.register_num, parallel=(j, len(src.devices)),
+                                device_type=src.device_type,
+                                task_attrs={key: int(op.attrs[key])}))
+    self.layouts[op.name] = Layout(src.devices, src.code, nodes, src.device_type)
+    self.choices[op.name] = f"{src.code} on {self._ranks_text(src.devices)} ({op.op_type})"
+
+
 _HANDLERS = {
+    "repeat": _rate, "acc": _rate,
     "assign": Lowering._per_part, "variable_save": Lowering._per_part,
     "variable_load": Lowering._per_part,
     "input": Lowering._input, "source": Lowering._input,

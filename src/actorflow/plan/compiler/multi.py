@@ -40,7 +40,7 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
 
     ``push_pull=False`` feeds and fetches each job's own input/output tasks directly: one
     critical section per request instead of one per input, job and output (lower latency,
-    less like the seed)."""
+    less like seed 001)."""
     if not jobs:
         raise CompileError("compile_jobs needs at least one job")
     names = [j.name for j in jobs]
@@ -54,10 +54,6 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
         if j.num_pieces is not None:
             raise CompileError(f"job '{j.name}': a job of a multi-job plan runs one piece per "
                                "request (Session.run/run_many); leave pieces=None")
-        for o in j.ops:
-            if o.op_type in ("acc", "repeat"):
-                raise CompileError(f"job '{j.name}': op '{o.name}' ({o.op_type}) is not "
-                                   "supported in a multi-job plan")
         infer_job(j)
         assigned = [j.op(o.inputs["ref"]).name for o in j.ops if o.op_type == "assign"]
         twice = sorted({v for v in assigned if assigned.count(v) > 1})
