@@ -1,8 +1,9 @@
-"""The split geometry's contract (``actorflow.sbp_geometry``), whatever rule places the
-extra elements of an uneven split: ``p`` pieces tile ``[0, n)`` in order, their sizes
-differ by at most one, ``piece_box`` and ``split_bounds`` agree, the other axes and the
-``B``/``P`` pieces are whole.  (Which pieces get the extra elements is pinned where the
-rule is used: the compiler's and the collectives' boxing tests compare with numpy.)"""
+"""The split geometry's contract (``actorflow.sbp_geometry``), for every rule it knows
+(whichever pieces get the extra elements of an uneven split): ``p`` pieces tile ``[0, n)``
+in order, their sizes differ by at most one, ``piece_box`` and the rule's bounds agree,
+the other axes and the ``B``/``P`` pieces are whole.  (Which pieces get the extra
+elements is pinned where the rule is used: ``tests/oneflow`` against OneFlow, the
+compiler's and the collectives' boxing tests against numpy.)"""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actorflow.sbp_geometry import piece_box, split_axis, split_bounds
+from actorflow.sbp_geometry import GEOMETRIES, piece_box, split_axis, split_bounds
 
 sizes = st.integers(0, 50)
 pieces = st.integers(1, 12)
 
 
 @settings(max_examples=150, deadline=None)
-@given(sizes, pieces)
-def test_bounds_tile_the_axis_in_order_with_balanced_sizes(n, p):
-    b = split_bounds(n, p)
+@given(sizes, pieces, st.sampled_from(sorted(GEOMETRIES)))
+def test_bounds_tile_the_axis_in_order_with_balanced_sizes(n, p, geometry):
+    b = GEOMETRIES[geometry](n, p)
     assert len(b) == p + 1 and b[0] == 0 and b[-1] == n
     widths = [b[i + 1] - b[i] for i in range(p)]
     assert min(widths) >= 0 and sum(widths) == n
@@ -31,10 +32,11 @@ def test_bounds_tile_the_axis_in_order_with_balanced_sizes(n, p):
 def test_piece_box_is_split_bounds_on_its_axis_and_whole_elsewhere(shape, p, data):
     shape = tuple(shape)
     axis = data.draw(st.integers(0, len(shape) - 1))
-    b = split_bounds(shape[axis], p)
+    geometry = data.draw(st.sampled_from([None, *sorted(GEOMETRIES)]))
+    b = (split_bounds if geometry is None else GEOMETRIES[geometry])(shape[axis], p)
     owners = [0] * shape[axis]
     for i in range(p):
-        box = piece_box(shape, f"S{axis}", p, i)
+        box = piece_box(shape, f"S{axis}", p, i, *([geometry] if geometry else []))
         assert len(box) == len(shape)
         assert box[axis] == (b[i], b[i + 1])
         for a, n in enumerate(shape):
