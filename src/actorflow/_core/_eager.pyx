@@ -166,6 +166,7 @@ def caller_where():
     return where_here()
 
 
+@cython.no_gc_clear  # its dealloc hands _blob to _vm; both must still be there
 cdef class TensorBase:
     """The data slots of an eager local tensor; when it dies its blob goes back to the VM
     (``vm.release``: queued, released in batches), without a Python ``__del__``."""
@@ -194,6 +195,8 @@ def set_issue_hook(fn):
 # -- records ---------------------------------------------------------------------------------
 @cython.no_gc  # (never in a cycle once its producer finished: keeps the GC off the hot path)
 @cython.freelist(256)
+@cython.no_gc_clear  # a tensor dying in the same garbage cycle still reads its blob's
+# device and size in its own dealloc (vm.release): the collector must not None them first
 cdef class Blob:
     """A tensor's data and its dependency bookkeeping (see ``eager/blob.py``)."""
 

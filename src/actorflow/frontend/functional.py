@@ -77,15 +77,17 @@ def _finalize(bound: dict) -> dict:
     tensors = [v for v in bound.values() if is_tensor(v)]
     tensors += [x for v in bound.values() if isinstance(v, list) for x in v if is_tensor(x)]
     interp = interpreter_for(tensors)
+    return {k: _fix(v, interp, tensors) for k, v in bound.items()}
 
-    def fix(v: Any) -> Any:
-        if isinstance(v, ArrayArg):
-            return interp.constant_like(v.value, tensors)
-        if isinstance(v, list):
-            return [fix(x) for x in v]
-        return v
 
-    return {k: fix(v) for k, v in bound.items()}
+def _fix(v: Any, interp: Any, tensors: list[Any]) -> Any:
+    """A module-level function, not a recursive closure: a closure calling itself is a
+    reference cycle that would keep the call's tensors alive until the next collection."""
+    if isinstance(v, ArrayArg):
+        return interp.constant_like(v.value, tensors)
+    if isinstance(v, list):
+        return [_fix(x, interp, tensors) for x in v]
+    return v
 
 
 def define(name: str, overloads: list[tuple[str, Callable[..., Any]]], doc: str = "",
