@@ -33,14 +33,15 @@ def test_a_ready_leaves_the_machine_with_its_blobs_through_c(remote):
     memory = {7: [slot, {}]}
     native = native_sockets.NativeSender()
     r = Router(0, {1: (0, 1), 2: (1, 0)}, out, memory, {1: ln.address}, native=native)
-    r.send(Msg(READY, 1, 2, 7, 0, 5, 0, 1))
-    r.send(Msg(ACK, 1, 2, 8, 1, 5, 0, 2))
+    ready, ack = Msg(READY, 1, 2, 7, 0, 5, 0, 1), Msg(ACK, 1, 2, 8, 1, 5, 0, 2)
+    r.send(ready)
+    r.send(ack)
     m = ln.recv(10.0)
-    assert m.body == [READY, 1, 2, 7, 0, 5, 0, 1, 0, -1]
+    assert m.body == ready.header()
     got = m.arrays()
     np.testing.assert_array_equal(got["out"], slot["out"])
     np.testing.assert_array_equal(got["idx"], slot["idx"])
-    assert ln.recv(10.0).body == [ACK, 1, 2, 8, 1, 5, 0, 2, 0, -1]
+    assert ln.recv(10.0).body == ack.header()
     assert native.sent == 2
     while native.in_flight():  # libzmq lets go of the slot's bytes once written out
         ln.poll(0.01)
