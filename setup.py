@@ -28,6 +28,7 @@ CORE = os.path.join("src", "actorflow", "_core")
 MODULES: dict[str, list[str]] = {
     "_records": [],
     "unit_core": [],
+    "_eager": [],
     "_rings": [],
     "_zq": [],
 }

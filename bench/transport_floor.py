@@ -244,8 +244,12 @@ class PyZmq(Variant):
         s.connect(args[0])
         try:
             cls.far_side(s, mode, total)
+            # close only once the parent has everything: libzmq's linger does not cover
+            # bytes still in the engine when the reader lags, so a close right after the
+            # last send can lose the tail of a stream
+            sys.stdin.readline()
         finally:
-            s.close(linger=int(TIMEOUT * 1000))
+            s.close(linger=0)
             ctx.term()
 
     @staticmethod
@@ -332,7 +336,7 @@ def measure(name: str, mode: str, n: int, sketch: str | None) -> tuple[float, fl
     v = VARIANTS[name](f"{os.getpid()}x{time.monotonic_ns() % 10**9}", sketch)
     args = v.open(mode)
     child = subprocess.Popen([sys.executable, HERE, "--child", name, mode, str(warm + n),
-                              *args], stdout=subprocess.PIPE, text=True)
+                              *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         c0 = time.process_time()
         if mode == "lat":
@@ -345,7 +349,7 @@ def measure(name: str, mode: str, n: int, sketch: str | None) -> tuple[float, fl
             t_first, t_last = v.thr(warm + n, warm)
             per = (t_last - t_first) / 1e9 / (n - 1)
             cpu = (time.process_time() - c0) * n / (warm + n)
-        out, _ = child.communicate(timeout=TIMEOUT)
+        out, _ = child.communicate("done\n", timeout=TIMEOUT)
         if child.returncode != 0:
             raise SystemExit(f"floor child {name}/{mode} failed ({child.returncode})")
         child_cpu = json.loads(out.strip().splitlines()[-1])["cpu"] * n / (warm + n)

@@ -86,4 +86,6 @@ def test_the_bench_readme_names_every_bench_and_how_to_run_it():
     readme = (BENCH / "README.md").read_text()
     missing = [b for b in BENCHES if f"`{b}.py" not in readme]
     assert not missing, f"bench/README.md does not name: {missing}"
-    assert "--json" in readme and "--quick" in readme and "HISTORY.md" in readme
+    history = BENCH.parent / "bench/HISTORY.md"
+    assert "--json" in readme and "--quick" in readme and f"]({history.name})" in readme
+    assert history.is_file()

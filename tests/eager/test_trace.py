@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import numpy as np
-from tests.eager.test_dependencies import CPU, BlobObject, InstructionsBuilder
+from tests.eager.test_dependencies import CPU, InstructionsBuilder
 
 import actorflow as af
 import actorflow.functional as F
@@ -24,7 +24,7 @@ def test_af_trace_records_a_track_per_stream_for_the_trace_tools(tmp_path, capsy
         line = f"test_trace.py:{sys._getframe().f_lineno + 2}"
         for _ in range(4):
             x = F.relu(x @ x) * 0.05
-        blob = BlobObject((1,), "float64", CPU, np.zeros(1))
+        blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
         b = InstructionsBuilder(vm)  # one instruction on a second stream
         b.call("test.side.step", CPU, "side", lambda host: None, [], [blob])
         b.submit()

@@ -47,7 +47,7 @@ def test_every_task_carries_its_job_and_the_main_job_has_the_seeds_shape():
     cs = main
     assert kinds["callback_tick"] == cs * 2
     assert kinds["tick"] == cs * (1 + 2 + 2)
-    # like the seed's main job, every main-job task is on machine 0 (with the client); the
+    # like seed 001's main job, every main-job task is on machine 0 (with the client); the
     # identity tick for machine 1 reaches the job's tasks there through a comm_net
     assert {t.machine_id for t in plan.tasks if t.job_id == main
             and t.task_type != "comm_net"} == {0}

@@ -1,4 +1,5 @@
-"""``Plan.validate``: every rule of DESIGN.md, each error naming the task and regst desc."""
+"""``Plan.validate``: every rule of a valid plan (docs/architecture.md, "From a job to running
+actors", step 2), each error naming the task and regst desc."""
 
 from __future__ import annotations
 

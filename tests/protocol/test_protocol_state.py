@@ -1,4 +1,5 @@
-"""Every rule of the actor protocol, driven by hand with no threads (DESIGN.md rules 1-7).
+"""Every rule of the actor protocol, driven by hand with no threads (docs/architecture.md,
+"The actor protocol and the unit loop", rules 1-7).
 
 Each test feeds ``Msg`` objects into one pure state machine and compares the returned
 actions exactly (as tuples, see ``_proto.norm``).

@@ -10,7 +10,8 @@ Python runtime runs every contract test too.  ``ACTORFLOW_CORE`` chooses:
 - ``native``: the same, and the warning says the request could not be met;
 - ``python``: the Python reference core, no warning.
 
-This package imports nothing of actorflow but ``errors`` (DESIGN.md's arrows).
+This package imports nothing of actorflow but ``errors`` (docs/architecture.md, "Packages
+and arrows").
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from actorflow.errors import UsageError
 ENV = "ACTORFLOW_CORE"
 CHOICES = ("native", "python")
 # the compiled modules the native core is made of: all must import for it to count as built
-MODULES = ("_records", "unit_core")
+MODULES = ("_records", "unit_core", "_eager")
 
 _error: list[str | None] = []  # [why the native core does not load] once looked up
 _warned: set[str] = set()

@@ -3,7 +3,7 @@
 Two designs with the same semantics (asynchronous; ordered by read/write dependencies on
 blob objects; each stream runs its instructions in issue order), chosen by name:
 
-``thread`` — the seed's design.  The issuing thread only appends to a pending list; one
+``thread`` — seed 000's design.  The issuing thread only appends to a pending list; one
     scheduler thread takes it, links each instruction's dependencies, keeps it in its
     stream's waiting list until every instruction of another stream it depends on is
     done, then dispatches it to the stream's worker.  Workers tell the scheduler when

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from actorflow.eager.vm import VirtualMachine
 
 POLL_S = 0.0002  # how often an idle worker polls an asynchronous stream for completions
+IDLE_WAIT = 0.5  # s an idle worker sleeps before it looks again (a lost wake-up's cost)
 _NONE: list = []  # shared empty list for finished instructions (never appended to)
 
 
@@ -43,13 +44,14 @@ class StreamRt:
     The counters are written by this worker only, so summing them needs no lock.
     """
 
-    def __init__(self, vm: VirtualMachine, stype: StreamType, index: int, track: int) -> None:
+    def __init__(self, vm: VirtualMachine, stype: StreamType, index: int, track: int,
+                 stream: Any = None) -> None:
         self.vm = vm
         self.stype = stype
         self.index = index
         self.track = track  # the trace track (a "task id" in trace files)
         self.label = f"{stype.name}:{index}"
-        self.stream = stype.make_stream(index)
+        self.stream = stype.make_stream(index) if stream is None else stream
         self.xp = self.stream.xp
         self.kctx = KernelContext(xp=self.xp)
         self.ufuncs: dict[str, Any] = {}  # element-wise kernels by name, from self.xp
@@ -88,7 +90,7 @@ class StreamRt:
                 with cv:
                     self.sleeping = True  # set before the last look (see put)
                     while not dq:
-                        cv.wait(0.5)
+                        cv.wait(IDLE_WAIT)
                         # an issuer clears the flag when it wakes us; re-arm before the next
                         # look, as a helping waiter may have drained the FIFO meanwhile
                         self.sleeping = True

@@ -2,7 +2,7 @@
 
 A functional op's signature implementation builds its ``OpExpr`` once (op type and input
 names; the op definition is looked up once) and calls it with tensors and attrs per
-call.  The expression hands the call to the interpreter of its input tensors (the seed's
+call.  The expression hands the call to the interpreter of its input tensors (seed 002's
 ``OpInterpUtil::Dispatch``):
 
 * ``lazy``        tensors of a job being traced: adds an op to the job (compiled later);

@@ -105,7 +105,7 @@ class ExecNode:
     """One kernel of a task's exec sequence and the blobs it reads and writes.
 
     ``inputs``/``outputs`` map the op definition's argument names (``in``, ``in_0`` ...,
-    ``out``) to blobs; together they are the ``bn_in_op → regst desc`` map of DESIGN.md.
+    ``out``) to blobs; together they are the ``bn_in_op → regst desc`` map of seed 001.
     """
 
     kernel: KernelConf

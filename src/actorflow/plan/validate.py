@@ -1,4 +1,5 @@
-"""``Plan.validate``: every rule of DESIGN.md, each error naming the task and regst desc.
+"""``Plan.validate``: every rule of a valid plan (docs/architecture.md, "From a job to running
+actors", step 2), each error naming the task and regst desc.
 
 Works on plain ids only.  The last check, progress, dry-runs the pure actor state
 machines (no threads, no kernels) for a few pieces: a plan whose register_nums cannot make

@@ -1,9 +1,9 @@
 """The actor protocol, pure: messages, state machines by kind, and the dry run.
 
-``handle(msg) -> actions`` with no threads, sockets, clocks or arrays (DESIGN.md, "The
-actor protocol").  This package is the floor of the dependency graph: it imports nothing
-of actorflow but ``errors`` and ``registry`` and reads tasks through the typed views of
-``task.py``.
+``handle(msg) -> actions`` with no threads, sockets, clocks or arrays (docs/architecture.md,
+"The actor protocol and the unit loop").  This package is the floor of the dependency
+graph: it imports nothing of actorflow but ``errors`` and ``registry`` and reads tasks
+through the typed views of ``task.py``.
 
 - ``messages``: ``Msg`` (READY/ACK/EORD/CMD) and the actions ``Act``/``Exit``;
 - ``state``: the base state machine (the ``normal`` kind) and its wait descriptions;

@@ -3,7 +3,7 @@
 No threads, sockets, clocks or arrays live here.  The shell (runtime) executes the
 actions in order: ``Msg`` -> send it, ``Act`` -> run the kernels and then call
 ``act_done(act)`` (which returns the READY/ACK messages to send), ``Exit`` -> the actor is
-finished.  Rules (DESIGN.md, "The actor protocol"):
+finished.  Rules (docs/architecture.md, "The actor protocol and the unit loop"):
 
 1. act when every consumed desc has a ready regst at the front and every produced desc a
    free regst (kinds refine this);

@@ -1,4 +1,7 @@
-"""actorflow.transport: header + frames between processes and machines (DESIGN, "Transport").
+"""actorflow.transport: header + frames between processes and machines.
+
+How a regst's bytes travel through it: docs/architecture.md, "A regst's data path"; how its
+sockets are authenticated: docs/security.md.
 
 - ``comm``: ``Listener``/``Comm`` by URI scheme, ``listen()``/``connect()``, ``Message``; the
   only module that makes sockets.  Data plane, unit status lines and the control plane

@@ -5,7 +5,7 @@
       the job's last tasks on m -> sink tick (i, m) -> callback tick (i, m)   (tells client)
                                                    -> esac -> back edge -> lock
 
-Like the seed's main job (one parallel conf, the first machine), every main-job task runs
+Like seed 001's main job (one parallel conf, the first machine), every main-job task runs
 on machine 0, with the client: the per-machine ticks reach the job's tasks on machine m
 through comm_net tasks.  Every job's inputs and outputs are on machine 0 too (``multi``),
 so a client on machine 0 drives the whole plan.

@@ -40,7 +40,7 @@ def compile_jobs(jobs: list[JobSpec], machines: int = 1, devices_per_machine: in
 
     ``push_pull=False`` feeds and fetches each job's own input/output tasks directly: one
     critical section per request instead of one per input, job and output (lower latency,
-    less like the seed)."""
+    less like seed 001)."""
     if not jobs:
         raise CompileError("compile_jobs needs at least one job")
     names = [j.name for j in jobs]
