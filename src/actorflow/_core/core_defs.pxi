@@ -202,6 +202,6 @@ cdef extern from "runplan.h" nogil:
         af_dest *d
         int32_t n
         int drop_armed, drop_type
-        int64_t drop_piece
+        int64_t drop_piece, drop_dst
     af_inbox *af_route_to(const af_router *r, int64_t task)
     int af_router_drops(af_router *r, const af_msg *m)

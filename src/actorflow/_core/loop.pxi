@@ -35,11 +35,13 @@ cdef class NativeRouter:
     def __dealloc__(self):
         free(self.r.d)
 
-    def lose_first(self, int type_, long long piece):
-        """Fault injection (tests): the first message of ``type_`` for ``piece`` that a
-        unit sends to another is lost (``take_loss`` says whether a given one is it)."""
+    def lose_first(self, int type_, long long piece, long long dst=-2):
+        """Fault injection (tests): the first message of ``type_`` for ``piece`` (to task
+        ``dst``; -2: any) that a unit sends to another is lost (``take_loss`` says whether
+        a given one is it)."""
         self.r.drop_type = type_
         self.r.drop_piece = piece
+        self.r.drop_dst = dst
         self.r.drop_armed = 1
 
     def take_loss(self, msg):
@@ -62,7 +64,8 @@ cdef int take_out(NativeUnitCore c, af_out *work) except -1 nogil:
                 raise MemoryError()
         work.a = grown
         work.cap = n
-    memcpy(work.a, c.u.out.a, <size_t>n * sizeof(af_action))
+    if n:
+        memcpy(work.a, c.u.out.a, <size_t>n * sizeof(af_action))
     work.n = n
     c.u.out.n = 0
     if c.tr.mode == AF_TR_FLIGHT:

@@ -70,12 +70,13 @@ typedef struct af_router {
     int drop_armed; /* read and cleared atomically: one loss, whichever unit meets it first */
     int drop_type;
     int64_t drop_piece;
+    int64_t drop_dst; /* -2: to any task */
 } af_router;
 
 /* 1 when `m` is the message to lose (and no other one will be). */
 static inline int af_router_drops(af_router *r, const af_msg *m) {
     if (!__atomic_load_n(&r->drop_armed, __ATOMIC_ACQUIRE) || m->type != r->drop_type ||
-        m->piece != r->drop_piece || m->src < 0)
+        m->piece != r->drop_piece || m->src < 0 || (r->drop_dst != -2 && m->dst != r->drop_dst))
         return 0;
     int armed = 1;
     return __atomic_compare_exchange_n(&r->drop_armed, &armed, 0, 0, __ATOMIC_ACQ_REL,

@@ -317,7 +317,7 @@ class MachineRuntime:
         self.native_loops = native_loops
         self._native_router: NativeRouter | None = None
         self.lost: list[Msg] = []  # messages fault injection lost (``lose_first``)
-        self._losing: tuple[int, int] | None = None
+        self._losing: tuple[int, int, int] | None = None
         self.plan = plan
         ids = set(machine_ids) if machine_ids is not None else {t.machine_id for t in plan.tasks}
         self.tasks = [t for t in plan.tasks if t.machine_id in ids]
@@ -402,13 +402,13 @@ class MachineRuntime:
             raise ProtocolError(f"no route to task {msg.dst} for {msg!r}")
         u.put(msg)  # (messages between actors of one unit never get here: its core)
 
-    def lose_first(self, type_: int, piece: int) -> list[Msg]:
+    def lose_first(self, type_: int, piece: int, dst: int | None = None) -> list[Msg]:
         """Fault injection for tests of hangs: the first message of ``type_`` for ``piece``
-        that one unit sends to another is lost, on either core; returns the list that
-        will hold it."""
-        self._losing = (type_, piece)
+        (to task ``dst``, if given) that one unit sends to another is lost, on either core;
+        returns the list that will hold it."""
+        self._losing = (type_, piece, -2 if dst is None else dst)
         if any(u.native for u in self.units.values()):
-            self.native_router().lose_first(type_, piece)
+            self.native_router().lose_first(type_, piece, self._losing[2])
         return self.lost
 
     def _loses(self, msg: Msg) -> bool:
@@ -417,7 +417,8 @@ class MachineRuntime:
         if any(u.native for u in self.units.values()):  # one loss for both paths
             lose = self.native_router().take_loss(msg)
         else:
-            lose = (msg.type, msg.piece_id) == self._losing
+            t, p, d = self._losing
+            lose = (msg.type, msg.piece_id) == (t, p) and d in (-2, msg.dst)
             if lose:
                 self._losing = None
         if lose:
