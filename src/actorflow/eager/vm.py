@@ -68,7 +68,7 @@ class VirtualMachine:
         self.issued = 0  # instructions (a fused chain is one)
         self.ops = 0  # op steps (the same whether or not they fused)
         self.host_allocated = self.host_allocs = 0  # blobs made from host data at the call
-        self.closed = False
+        self._closed = False
         self.closed_reason = "it was shut down (af.eager.shutdown() or interpreter exit)"
         self.forked = False  # this is a forked child's copy of its parent's VM
         self.recorder: Any = None
@@ -82,6 +82,17 @@ class VirtualMachine:
             self.submit_step = st.submit_step  # type: ignore[method-assign]
             self.release = st.release  # type: ignore[method-assign]
         self._sched_on_done = self.scheduler.on_done if self.scheduler.wants_done else None
+
+    @property
+    def closed(self) -> bool:
+        """No more work is taken (shut down, or this is a forked child's copy)."""
+        return self._closed
+
+    @closed.setter
+    def closed(self, on: bool) -> None:
+        self._closed = on
+        if self.state is not None:
+            self.state.closed = on
 
     @property
     def fuse(self) -> bool:
