@@ -245,7 +245,7 @@ cdef class Instruction:
     cdef public object itype, stream, name, operand, where, error, deps
     cdef public list reads, writes
     cdef public long long id
-    cdef public bint dispatched, started, done, fusable
+    cdef public bint dispatched, started, done, fusable, waited
     cdef Instruction next_
 
     def __init__(self, itype, stream, name, operand, reads, writes, where):
@@ -454,7 +454,11 @@ cdef class StreamRt:
                 if not ready:
                     af_wake_wait(&self.wk, &self.count, 0.5)
                 pthread_mutex_unlock(af_wake_mu(&self.wk))
-                pthread_mutex_lock(self.run_mu)
+            # the GIL first, then the run lock: a thread that waits for this work (it holds
+            # the GIL) runs it itself meanwhile (help_until), with no hand-off
+            if pthread_mutex_trylock(self.run_mu) != 0:
+                with nogil:
+                    pthread_mutex_lock(self.run_mu)
             try:
                 self._drain()
                 if self.stopping and self.count == 0:
@@ -527,7 +531,7 @@ cdef class StreamRt:
         instr.reads = instr.writes = _NONE
         instr.deps = _EMPTY
         instr.done = True
-        if self.vm.waiters:
+        if instr.waited:  # a thread waits for this one (set under the VM's cv)
             self.vm.on_done(instr)
 
     def join(self, timeout):

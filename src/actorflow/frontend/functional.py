@@ -17,7 +17,7 @@ from actorflow.errors import AutogradError, CompileError, DimensionError, UsageE
 from actorflow.frontend import dispatch
 from actorflow.frontend.dispatch import interpreter_for
 from actorflow.frontend.dispatch import op_expr as E
-from actorflow.frontend.fastpath import Direct
+from actorflow.frontend.fastpath import Direct, Pick
 from actorflow.frontend.namespace import ALIASES, attach_method
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
@@ -190,11 +190,8 @@ _matmul_nd = Direct(_E_BMM, {"a": "a", "b": "b"},
                     {"transpose_a": "transpose_a", "transpose_b": "transpose_b"})
 
 
-def _matmul(a: Tensor, b: Tensor, transpose_a: bool = False,
-            transpose_b: bool = False) -> Tensor:
-    """2-D: ``matmul``; a rank > 2 operand: ``batch_matmul`` (batch axes broadcast)."""
-    fn = _matmul_nd if a.ndim > 2 or b.ndim > 2 else _matmul_2d
-    return fn(a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b)
+# 2-D: ``matmul``; a rank > 2 operand: ``batch_matmul`` (batch axes broadcast)
+_matmul = Pick(lambda kw: _matmul_nd if kw["a"].ndim > 2 or kw["b"].ndim > 2 else _matmul_2d)
 
 
 matmul = define("matmul", [
