@@ -86,6 +86,7 @@ class StreamRt:
     allocs: int
     frees: int
     executed: int
+    reused: int
     run_lock: RunLock
     sync: bool
     native: bool

@@ -368,7 +368,7 @@ cdef class StreamRt:
     cdef public object vm, stype, stream, xp, kctx, last, current, unit, thread, label, empty
     cdef public dict names, ufuncs
     cdef public int index, track
-    cdef public long long allocated, freed, allocs, frees, executed
+    cdef public long long allocated, freed, allocs, frees, executed, reused
     cdef public RunLock run_lock
     cdef pthread_mutex_t *run_mu
     cdef public bint sync, native
@@ -586,6 +586,7 @@ cdef void _run(Instruction instr, Step st, StreamRt host, bint chain,
                         b.array = None
                         host.freed += b.nbytes
                         host.frees += 1
+                        host.reused += 1
                         break
             if arr is None:
                 arr = host.empty(out.shape, out.dtype)

@@ -56,6 +56,7 @@ class StreamRt:
         self.kctx = KernelContext(xp=self.xp)
         self.ufuncs: dict[str, Any] = {}  # element-wise kernels by name, from self.xp
         self.allocated = self.freed = self.allocs = self.frees = self.executed = 0
+        self.reused = 0  # buffers of dead intermediates a fused chain wrote into
         self.last: Instruction | None = None  # the last instruction submitted (issue side)
         self.current: Instruction | None = None  # the one launched last (for stuck reports)
         self.unit: Any = None  # trace hooks while tracing
