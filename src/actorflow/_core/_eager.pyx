@@ -166,6 +166,7 @@ def caller_where():
     return where_here()
 
 
+@cython.no_gc_clear  # its dealloc hands _blob to _vm; both must still be there
 cdef class TensorBase:
     """The data slots of an eager local tensor; when it dies its blob goes back to the VM
     (``vm.release``: queued, released in batches), without a Python ``__del__``."""
@@ -194,6 +195,8 @@ def set_issue_hook(fn):
 # -- records ---------------------------------------------------------------------------------
 @cython.no_gc  # (never in a cycle once its producer finished: keeps the GC off the hot path)
 @cython.freelist(256)
+@cython.no_gc_clear  # a tensor dying in the same garbage cycle still reads its blob's
+# device and size in its own dealloc (vm.release): the collector must not None them first
 cdef class Blob:
     """A tensor's data and its dependency bookkeeping (see ``eager/blob.py``)."""
 
@@ -242,7 +245,7 @@ cdef class Instruction:
     cdef public object itype, stream, name, operand, where, error, deps
     cdef public list reads, writes
     cdef public long long id
-    cdef public bint dispatched, started, done, fusable
+    cdef public bint dispatched, started, done, fusable, waited
     cdef Instruction next_
 
     def __init__(self, itype, stream, name, operand, reads, writes, where):
@@ -365,7 +368,7 @@ cdef class StreamRt:
     cdef public object vm, stype, stream, xp, kctx, last, current, unit, thread, label, empty
     cdef public dict names, ufuncs
     cdef public int index, track
-    cdef public long long allocated, freed, allocs, frees, executed
+    cdef public long long allocated, freed, allocs, frees, executed, reused
     cdef public RunLock run_lock
     cdef pthread_mutex_t *run_mu
     cdef public bint sync, native
@@ -451,7 +454,11 @@ cdef class StreamRt:
                 if not ready:
                     af_wake_wait(&self.wk, &self.count, 0.5)
                 pthread_mutex_unlock(af_wake_mu(&self.wk))
-                pthread_mutex_lock(self.run_mu)
+            # the GIL first, then the run lock: a thread that waits for this work (it holds
+            # the GIL) runs it itself meanwhile (help_until), with no hand-off
+            if pthread_mutex_trylock(self.run_mu) != 0:
+                with nogil:
+                    pthread_mutex_lock(self.run_mu)
             try:
                 self._drain()
                 if self.stopping and self.count == 0:
@@ -524,7 +531,7 @@ cdef class StreamRt:
         instr.reads = instr.writes = _NONE
         instr.deps = _EMPTY
         instr.done = True
-        if self.vm.waiters:
+        if instr.waited:  # a thread waits for this one (set under the VM's cv)
             self.vm.on_done(instr)
 
     def join(self, timeout):
@@ -579,6 +586,7 @@ cdef void _run(Instruction instr, Step st, StreamRt host, bint chain,
                         b.array = None
                         host.freed += b.nbytes
                         host.frees += 1
+                        host.reused += 1
                         break
             if arr is None:
                 arr = host.empty(out.shape, out.dtype)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from actorflow.eager.blob import BlobObject
@@ -208,8 +209,9 @@ class VirtualMachine:
                 self.lock.release()
 
     def flush_releases(self) -> None:
-        with self.lock:
-            self._flush_releases()
+        if self._releases:
+            with self.lock:
+                self._flush_releases()
 
     def _flush_releases(self) -> None:  # under self.lock
         if not self._releases:
@@ -249,6 +251,7 @@ class VirtualMachine:
         ``at_most`` seconds."""
         with self.cv:
             self.waiters += 1
+            instr.waited = True  # (a compiled stream notifies only for waited instructions)
             try:
                 if at_most is not None:
                     if not instr.done:
@@ -259,8 +262,8 @@ class VirtualMachine:
             finally:
                 self.waiters -= 1
 
-    def wait(self, instr: Instruction, what: str, timeout: float | None = None,
-             help: bool = True) -> None:
+    def wait(self, instr: Instruction, what: str | Callable[[], str],
+             timeout: float | None = None, help: bool = True) -> None:
         """Block until ``instr`` is done.  Without an explicit ``timeout`` the waiting
         thread first runs the stream's queued instructions itself if its worker is idle
         (``StreamRt.help_until``): a round trip then needs no thread hand-off.  With one,
@@ -278,10 +281,13 @@ class VirtualMachine:
         deadline = time.monotonic() + limit
         with self.cv:
             self.waiters += 1
+            instr.waited = True
             try:
                 while not instr.done:
                     left = deadline - time.monotonic()
                     if left <= 0:
+                        if callable(what):  # said only when it is needed
+                            what = what()
                         cur = instr.stream.current
                         busy = f"; the stream is at {cur.describe()}" if (
                             cur is not None and cur is not instr and not cur.done) else ""
@@ -349,6 +355,7 @@ class VirtualMachine:
                 "ops_issued": self.ops if st is None else st.ops,
                 "instructions_issued": self.issued if st is None else st.issued,
                 "instructions_done": sum(s.executed for s in streams),
+                "buffers_reused": sum(s.reused for s in streams),
                 "pending_releases": len(self._releases), "streams": len(streams)}
 
     def shutdown(self, timeout: float) -> list[str]:
