@@ -73,6 +73,10 @@ def run_worker(framework: str, part: str, ops: int, repeats: int, python: str) -
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     lines = [ln for ln in r.stdout.splitlines() if "RESULT " in ln]
     if r.returncode != 0 or not lines:
+        if framework == "oneflow":  # its CUDA build on a CPU box crashes now and then
+            print(f"warning: OneFlow's {part} part failed ({r.returncode}); its rows are "
+                  f"left blank:\n{r.stderr[-800:]}", file=sys.stderr)
+            return None
         raise SystemExit(f"{framework} {part} failed ({r.returncode}):\n{r.stderr[-3000:]}")
     return json.loads(lines[-1].split("RESULT ", 1)[1])
 
@@ -85,7 +89,7 @@ def main() -> None:
     args = ap.parse_args()
     ops, repeats = (400, 1) if args.quick else (args.ops, args.repeats)
     got: dict[str, dict] = {"actorflow": {}, "oneflow": {}}
-    for part in ("eager", "global"):
+    for part in ("eager", "graph", "global"):
         for fw in got:
             got[fw].update(run_worker(fw, part, ops, repeats, args.oneflow_python) or {})
     rows = []
@@ -93,6 +97,8 @@ def main() -> None:
         a = got["actorflow"].get(key)
         o = got["oneflow"].get(key)
         nan = float("nan")
+        if a is None:
+            continue
         rows.append([what, a[0], a[1], o[0] if o else nan, o[1] if o else nan,
                      a[0] / o[0] if o else nan, a[1] / o[1] if o else nan])
     loaded = os.getloadavg()[0]
