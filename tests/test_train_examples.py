@@ -62,7 +62,7 @@ def test_gpt_a_few_steps_pipeline_and_data_parallel_equal_one_device():
 @pytest.mark.slow
 def test_gpt_example_learns_and_its_layouts_agree(capsys):
     mod = load("train_gpt_addition")
-    assert mod.main() == 0
+    assert mod.main(150) == 0  # half the example's steps: the loss falls well before
     assert capsys.readouterr().out.rstrip().endswith("OK")
 
 
