@@ -10,11 +10,11 @@ import threading
 
 import numpy as np
 import pytest
-from _recorder import Recorder
 
 import actorflow as af
 from actorflow.errors import KernelError, WaitTimeout
 from actorflow.protocol.messages import ACK, EORD, READY
+from tests.actors.recorder import Recorder
 
 STAGES = 3
 PIECES = 6

@@ -9,7 +9,6 @@ import time
 
 import numpy as np
 import pytest
-from tests.eager.steps import Step
 
 from actorflow.eager import (
     INSTRUCTION_TYPES,
@@ -19,6 +18,7 @@ from actorflow.eager.blob import BlobObject
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU
 from actorflow.errors import RegistryError
+from tests.eager.steps import Step
 
 
 def test_write_reads_write_read_across_two_streams(vm):

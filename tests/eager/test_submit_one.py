@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import tests.eager.steps  # noqa: F401  (registers test.main.step / test.side.step)
 
+import tests.eager.steps  # noqa: F401  (registers test.main.step / test.side.step)
 from actorflow.eager.blob import BlobObject
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.gpu.conftest import EMULATED
-from tests.kernels.test_ops import CASES, run_op
 
 from actorflow.kernels import KernelContext, get_op, op_types
 from actorflow.plan.model import BlobDesc
+from tests.gpu.conftest import EMULATED
+from tests.kernels.test_ops import CASES, run_op
 
 # exp/tanh/matmul may round differently on a GPU; the emulated device is numpy exactly
 RTOL = 0 if EMULATED else 1e-5

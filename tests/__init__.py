@@ -1,0 +1,14 @@
+"""The test suite; how it is laid out.
+
+- Every folder under ``tests/`` is a package (an ``__init__.py``, empty but for this one),
+  so two folders may hold modules of the same name and every import is explicit.
+- ``test_*.py`` are tests.  Anything else is a helper, named after what it holds
+  (``launcher/helpers.py``, ``protocol/by_hand.py``, ``trace/plans.py``), with no leading
+  underscore, and imported by its full name: ``from tests.trace.plans import chain``.
+- ``launcher/jobs/`` holds job files that ``flowlaunch`` loads by path, and
+  ``collective/scripts/`` programs run under ``flowlaunch --nproc-per-node``.
+- ``conftest.py`` (here) holds the fixtures every test gets: the leak checks on threads,
+  child processes and shared memory, and ``flowlaunch``.
+
+``tests/test_layout.py`` checks the first two rules.
+"""
