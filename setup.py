@@ -27,6 +27,7 @@ CORE = os.path.join("src", "actorflow", "_core")
 # module (under actorflow._core) -> extra C sources; add a line to add a module
 MODULES: dict[str, list[str]] = {
     "_records": [],
+    "_eager": [],
     "_rings": [],
     "_zq": [],
 }

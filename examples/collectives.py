@@ -11,6 +11,7 @@ import numpy as np
 import actorflow as af
 from actorflow.collective import check_consistent
 from actorflow.collective.boxing import rebox
+from actorflow.sbp_geometry import split_bounds
 
 g = af.env.process_group
 r, n = af.env.rank, af.env.world_size
@@ -24,9 +25,10 @@ assert np.all(total == n * (n + 1) / 2)
 # a global tensor's local parts: rows split over the ranks (uneven: 10 rows), then
 # re-laid out as column splits (all-to-all) and made whole (all-gather)
 x = np.arange(10 * 6, dtype=np.float64).reshape(10, 6)
-rows = x[10 * r // n:10 * (r + 1) // n]
+rb, cb = split_bounds(10, n), split_bounds(6, n)  # n // p each, +1 on the first ranks
+rows = x[rb[r]:rb[r + 1]]
 cols = rebox(g, rows, x.shape, (everyone, "S0"), (everyone, "S1"))
-assert np.array_equal(cols, x[:, 6 * r // n:6 * (r + 1) // n])
+assert np.array_equal(cols, x[:, cb[r]:cb[r + 1]])
 whole = rebox(g, cols, x.shape, (everyone, "S1"), (everyone, "B"))
 assert np.array_equal(whole, x)
 

@@ -5,8 +5,9 @@
 - ``test_*.py`` are tests.  Anything else is a helper, named after what it holds
   (``launcher/helpers.py``, ``protocol/by_hand.py``, ``trace/plans.py``), with no leading
   underscore, and imported by its full name: ``from tests.trace.plans import chain``.
-- ``launcher/jobs/`` holds job files that ``flowlaunch`` loads by path, and
-  ``collective/scripts/`` programs run under ``flowlaunch --nproc-per-node``.
+- Folders of programs are run by path, not imported: ``launcher/jobs/`` (job files
+  ``flowlaunch`` loads), ``collective/scripts/`` (run under ``flowlaunch
+  --nproc-per-node``), ``oneflow/seeds/`` (the seeds' samples, run as written).
 - ``conftest.py`` (here) holds the fixtures every test gets: the leak checks on threads,
   child processes and shared memory, and ``flowlaunch``.
 

@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+
 from tests.launcher.helpers import Launcher
 
 

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actorflow.errors import CollectiveError, RankLost, RegistryError, WaitTimeout
+from actorflow.sbp_geometry import split_bounds
 from actorflow.transport.codec import encode, encode_head
 from actorflow.transport.mesh import MESH
 from actorflow.transport.registry import context
@@ -66,7 +67,8 @@ def test_all_reduce_and_reduce_scatter_match_numpy(n, shape, dtype, op, seed, pa
         if axis is not None:
             k = shape[axis]
             sl = [slice(None)] * len(shape)
-            sl[axis] = slice(k * r // n, k * (r + 1) // n)
+            b = split_bounds(k, n)  # OneFlow's rule: extra rows to the first ranks
+            sl[axis] = slice(b[r], b[r + 1])
             np.testing.assert_allclose(got["rs"], want[tuple(sl)], rtol=1e-5)
 
 
@@ -314,5 +316,5 @@ def test_shared_memory_path_grows_its_buffers_and_checks_shapes():
         assert all(np.all(o == 6.0) for o in outs)
         assert np.array_equal(gathered, np.concatenate(
             [np.full((p + 1) * 50_000, p, np.int32) for p in range(3)]))
-        assert rs.shape == (100_000 + (r == 2), 2) and np.all(rs == 6.0)
+        assert rs.shape == (100_000 + (r == 0), 2) and np.all(rs == 6.0)  # extra row: first
         assert cap == 8 << 20  # 300_001 x 2 float64 = 4.8 MB -> the next power of two

@@ -14,7 +14,6 @@ from actorflow.eager import (
     INSTRUCTION_TYPES,
     register_instruction_type,
 )
-from actorflow.eager.blob import BlobObject
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU
 from actorflow.errors import RegistryError
@@ -22,7 +21,7 @@ from tests.eager.steps import Step
 
 
 def test_write_reads_write_read_across_two_streams(vm):
-    blob = BlobObject((1,), "float64", CPU, np.zeros(1))
+    blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
     log: dict[str, tuple[float, float, str]] = {}
     seen: dict[str, float] = {}
 
@@ -56,7 +55,7 @@ def test_write_reads_write_read_across_two_streams(vm):
 
 
 def test_write_after_write_across_streams_keeps_the_last_value(vm):
-    blob = BlobObject((1,), "float64", CPU, np.zeros(1))
+    blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
 
     def put(value, secs):
         def run(host):
@@ -74,7 +73,7 @@ def test_write_after_write_across_streams_keeps_the_last_value(vm):
 
 def test_independent_streams_overlap(vm):
     """No shared blob, no order: the two streams run at the same time."""
-    a, c = BlobObject((1,), "float64", CPU), BlobObject((1,), "float64", CPU)
+    a, c = vm.core.Blob((1,), "float64", CPU), vm.core.Blob((1,), "float64", CPU)
     spans = {}
 
     def nap(name):

@@ -39,7 +39,7 @@ def test_a_chain_is_one_instruction_and_equals_the_unfused_run(vm):
     a = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
     results, counters = [], []
     for fuse in (True, False):
-        eager.shutdown(scheduler=vm.scheduler.name, fuse=fuse)
+        eager.shutdown(scheduler=vm.scheduler.name, fuse=fuse, core=vm.core.NAME)
         v = eager.get_vm()
         x = af.tensor(a)
         af.sync()

@@ -11,13 +11,12 @@ import time
 import numpy as np
 
 import tests.eager.steps  # noqa: F401  (registers test.main.step / test.side.step)
-from actorflow.eager.blob import BlobObject
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU
 
 
 def test_submit_one_orders_across_streams_and_within_one(vm):
-    blob = BlobObject((1,), "float64", CPU, np.zeros(1))
+    blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
     log: dict[str, tuple[float, float]] = {}
     seen: dict[str, float] = {}
 

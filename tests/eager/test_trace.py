@@ -13,7 +13,7 @@ import numpy as np
 import actorflow as af
 import actorflow.functional as F
 from actorflow.launcher.cli import main
-from tests.eager.test_dependencies import CPU, BlobObject, InstructionsBuilder
+from tests.eager.test_dependencies import CPU, InstructionsBuilder
 
 
 def test_af_trace_records_a_track_per_stream_for_the_trace_tools(tmp_path, capsys, vm):
@@ -24,7 +24,7 @@ def test_af_trace_records_a_track_per_stream_for_the_trace_tools(tmp_path, capsy
         line = f"test_trace.py:{sys._getframe().f_lineno + 2}"
         for _ in range(4):
             x = F.relu(x @ x) * 0.05
-        blob = BlobObject((1,), "float64", CPU, np.zeros(1))
+        blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
         b = InstructionsBuilder(vm)  # one instruction on a second stream
         b.call("test.side.step", CPU, "side", lambda host: None, [], [blob])
         b.submit()

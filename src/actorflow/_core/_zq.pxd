@@ -40,3 +40,13 @@ cdef extern from "zq_io.h" nogil:
 cdef extern from "zq_hold.h" nogil:
     zq_hold_t *zq_hold_new()
     int32_t zq_hold_live(zq_hold_t *h)
+
+from actorflow._core._rings cimport ring_inbox_t
+
+cdef extern from "ring_zq_wait.h" nogil:
+    enum:
+        RING_ZQ_RINGS
+        RING_ZQ_SOCKETS
+        RING_ZQ_MAX_SOCKETS
+    int ring_zq_wait(ring_inbox_t *inbox, void *const *socks, int nsocks, int64_t deadline_ns,
+                     int *ready)

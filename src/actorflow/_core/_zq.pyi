@@ -1,6 +1,8 @@
 from collections.abc import Iterable
 from typing import Any
 
+from actorflow._core._rings import RingInbox
+
 ZERO_COPY_MIN: int
 MAX_FRAMES: int
 
@@ -21,3 +23,6 @@ class ZqSocket:
     def recv(self, timeout: float, max_frames: int = 64) -> list[Frame]: ...
     def try_recv(self, max_frames: int = 64) -> list[Frame] | None: ...
     def wait(self, writable: bool, timeout: float) -> bool: ...
+
+def wait_any(inbox: RingInbox, sockets: Iterable[ZqSocket],
+             timeout: float) -> tuple[bool, bool]: ...

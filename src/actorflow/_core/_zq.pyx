@@ -16,12 +16,13 @@ wrapped it (libzmq sockets do not survive a fork).
 
 from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
 from cpython.exc cimport PyErr_CheckSignals
-from libc.errno cimport EINTR, EMSGSIZE, ENOTSOCK, ETIMEDOUT
+from libc.errno cimport EINTR, EMSGSIZE, ENOTSOCK, EPROTO, ETIMEDOUT
 from libc.stdint cimport int64_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from actorflow._core._rings cimport (
+    RingInbox,
     ring_now_ns,
     ring_owner_here,
     ring_owner_init,
@@ -348,3 +349,41 @@ cdef class ZqSocket:
                     return False
             elif e != EINTR:
                 self._fail(e, "poll")
+
+
+def wait_any(RingInbox inbox, sockets, double timeout) -> tuple:
+    """Wait for a record in ``inbox`` (an eventfd segment's) or a message on any of
+    ``sockets`` (``ZqSocket``s), with one poll and the GIL released: ``(rings ready,
+    sockets ready)``, both False after ``timeout`` seconds.  Signals are looked at."""
+    inbox._check()
+    cdef list socks = list(sockets)
+    cdef Py_ssize_t n = len(socks), i
+    if n > RING_ZQ_MAX_SOCKETS:
+        raise TransportError(f"wait_any: {n} sockets; at most {RING_ZQ_MAX_SOCKETS}")
+    cdef void *handles[RING_ZQ_MAX_SOCKETS]
+    cdef ZqSocket z
+    for i in range(n):
+        z = socks[i]
+        z._check()
+        handles[i] = z.handle
+    if inbox.c.efd < 0:
+        raise TransportError(f"wait_any: the inbox of {inbox.seg.name} has a futex doorbell, "
+                             "which poll cannot watch (make the segment with an eventfd)")
+    cdef int64_t deadline = _deadline(timeout)
+    cdef int64_t until
+    cdef int e, ready = 0
+    while True:
+        until = deadline if deadline - ring_now_ns() < _SLICE_NS else ring_now_ns() + _SLICE_NS
+        with nogil:
+            e = ring_zq_wait(&inbox.c, handles, <int>n, until, &ready)
+        if e == 0:
+            return bool(ready & RING_ZQ_RINGS), bool(ready & RING_ZQ_SOCKETS)
+        PyErr_CheckSignals()
+        if e == ETIMEDOUT:
+            if ring_now_ns() >= deadline:
+                return False, False
+        elif e == EPROTO:
+            inbox._protocol_error()
+        elif e != EINTR:
+            raise TransportError(f"waiting on {inbox.seg.name} and {n} sockets: "
+                                 f"{_zmq_error(e)}")

@@ -16,7 +16,7 @@ themselves, then every destination rank receives just its region from one source
 own copy when it is a source too) in one all-to-all over the union of the two placements.
 Ranks outside the destination placement get ``None``.  Split pieces follow
 ``actorflow.sbp_geometry``, the rule the compiler's boxing uses too: piece ``i`` of ``p``
-along an axis of ``n`` holds ``[n*i//p, n*(i+1)//p)``.
+along an axis of ``n`` holds ``n // p`` elements, one more on the first ``n % p`` pieces.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 
 from actorflow.collective.group import ProcessGroup
 from actorflow.errors import UsageError
-from actorflow.sbp_geometry import piece_box, split_axis
+from actorflow.sbp_geometry import piece_box, split_axis, split_bounds
 
 Layout = tuple[tuple[int, ...], str]  # (placement ranks, SBP code)
 
@@ -101,11 +101,11 @@ def _same_placement(g: ProcessGroup, local: np.ndarray, shape: tuple[int, ...], 
     if dst == "B":
         return g.all_gather(local, axis=sa)
     assert da is not None
-    n = shape[da]  # S(sa) -> S(da): my block, cut along da for each destination
+    bounds = split_bounds(shape[da], p)  # S(sa) -> S(da): my block, cut along da per rank
     cut = [slice(None)] * len(shape)
     pieces = []
     for q in range(p):
-        cut[da] = slice(n * q // p, n * (q + 1) // p)
+        cut[da] = slice(bounds[q], bounds[q + 1])
         pieces.append(np.ascontiguousarray(local[tuple(cut)]))
     return np.concatenate(g.all_to_all(pieces), axis=sa)
 

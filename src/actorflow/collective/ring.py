@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from actorflow.errors import CollectiveError
+from actorflow.sbp_geometry import split_bounds
 
 if TYPE_CHECKING:
     from actorflow.collective.group import Op
@@ -24,8 +25,10 @@ Segment = tuple[int, int]  # [begin, end) in elements of the flat buffer
 
 
 def even_segments(n: int, parts: int) -> list[Segment]:
-    """``parts`` contiguous segments of ``n`` elements, the same split rule as boxing."""
-    return [(n * i // parts, n * (i + 1) // parts) for i in range(parts)]
+    """``parts`` contiguous segments of ``n`` elements, the same split rule as boxing
+    (``sbp_geometry``: extra elements to the first segments)."""
+    b = split_bounds(n, parts)
+    return [(b[i], b[i + 1]) for i in range(parts)]
 
 
 def chunks(seg: Segment, chunk_elems: int) -> list[Segment]:

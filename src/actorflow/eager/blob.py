@@ -54,7 +54,7 @@ def meta_of(shape: tuple[int, ...], dtype: str, device: Device) -> Meta:
 
 class BlobObject:
     __slots__ = ("array", "dead", "device", "dtype", "error", "id", "last_writer", "meta",
-                 "nbytes", "producer", "prune_at", "readers", "shape")
+                 "nbytes", "nreads", "producer", "prune_at", "readers", "shape")
 
     def __init__(self, shape: tuple[int, ...], dtype: str, device: Device,
                  array: Any = None, nbytes: int | None = None, meta: Meta | None = None) -> None:
@@ -71,6 +71,7 @@ class BlobObject:
         self.prune_at = 16
         self.error: Exception | None = None  # set when the producer failed (poisoned)
         self.dead = False  # its tensor died: a fused chain may reuse its buffer
+        self.nreads = 0  # reads ever issued (an instruction's, or a fused step's)
 
     def desc_view(self) -> BlobDesc:
         return BlobDesc(self.shape, self.dtype)

@@ -29,7 +29,7 @@ class InstructionsBuilder:
              where: Any) -> Instruction:
         r = self.vm._routes.get((itype_name, device.index))
         itype, stream = r if r is not None else self.vm.route(itype_name, device)
-        instr = Instruction(itype, stream, name, operand, reads, writes, where)
+        instr = self.vm.core.Instruction(itype, stream, name, operand, reads, writes, where)
         self.instructions.append(instr)
         return instr
 
@@ -50,7 +50,7 @@ class InstructionsBuilder:
             return src
         if src.device.type != "cpu" and device.type != "cpu":  # device to device: via host
             src = self.copy(src, CPU, where)
-        dst = BlobObject(src.shape, src.dtype, device)
+        dst = self.vm.core.Blob(src.shape, src.dtype, device)
         if device.type == "cpu":
             kind, on = f"{src.device.type}.d2h", src.device
         else:

@@ -13,7 +13,8 @@ instruction never waits for more than it did before.  Results are the unfused on
 steps run in issue order with the same kernels.  When a step's input is an intermediate
 of the chain that nothing can read any more (its tensor died, no other instruction and no
 later step reads it) and has the output's meta, the step writes in place into that
-buffer, which passes from the dead blob to the new one (counted as a free and an
+buffer (every read of it ever issued is one of the chain's: ``nreads``), which passes
+from the dead blob to the new one (counted as a free and an
 allocation, so ``af.counters()`` stays what the unfused run gives).
 
 This module is the Python reference; the compiled core (``actorflow._core._eager``) does
@@ -35,8 +36,8 @@ MAX_CHAIN = 64  # steps per fused instruction (bounds one instruction's latency 
 class Step:
     """One op of a compute instruction."""
 
-    __slots__ = ("attrs", "form", "ins", "kernel", "name", "outs", "reads", "ufunc", "where",
-                 "writes")
+    __slots__ = ("attrs", "cast", "form", "ins", "kernel", "name", "outs", "reads", "scalar",
+                 "ufunc", "where", "writes")
 
     def __init__(self, name: str, where: Any, kernel: Any, ufunc: Any,
                  ins: dict[str, BlobObject], outs: dict[str, BlobObject], attrs: Any,
@@ -46,6 +47,9 @@ class Step:
         self.kernel = kernel
         self.ufunc: str | None = ufunc[0] if ufunc is not None else None
         self.form: str | None = ufunc[1] if ufunc is not None else None
+        self.scalar = attrs["scalar"] if self.form in ("ts", "st") else None
+        self.cast: str | None = "unsafe" if ufunc is None or len(ufunc) < 3 or ufunc[2] \
+            else None  # casting="unsafe" only where the output needs it (numpy: slower)
         self.ins = ins
         self.outs = outs
         self.attrs = attrs
@@ -71,18 +75,19 @@ def try_fuse(stream: Any, step: Step) -> Instruction | None:
             return None  # would make the chain wait for another stream
     if not chained:
         return None
-    with stream.pop_lock:
+    with stream.pop_lock:  # the worker cannot take t before its records are complete
         if t.started:
             return None
         t.operand.append(step)
-    for b in step.reads:
-        if b.last_writer is not t:
-            t.reads.append(b)
-        b.readers.append(t)  # (a dead blob's readers are pruned by its release's link)
-    for b in step.writes:
-        b.last_writer = b.producer = t
-        t.writes.append(b)
-    t.name = f"{t.operand[0].name} (+{len(t.operand) - 1} fused ops)"
+        for b in step.reads:
+            if b.last_writer is not t:
+                t.reads.append(b)
+            b.readers.append(t)  # (a dead blob's readers are pruned by its release's link)
+            b.nreads += 1
+        for b in step.writes:
+            b.last_writer = b.producer = t
+            t.writes.append(b)
+        t.name = f"{t.operand[0].name} (+{len(t.operand) - 1} fused ops)"
     return t
 
 
@@ -92,25 +97,22 @@ def run_steps(instr: Instruction, host: Any) -> None:
     if len(steps) == 1:
         _run(instr, steps[0], host, None, 0)
         return
-    last_read: dict[int, int] = {}
+    last_read: dict[int, tuple[int, int]] = {}  # blob id -> (last step reading it, reads)
     for i, st in enumerate(steps):
         for b in st.reads:
-            last_read[id(b)] = i
+            last_read[id(b)] = (i, last_read.get(id(b), (0, 0))[1] + 1)
     for i, st in enumerate(steps):
         _run(instr, st, host, last_read, i)
 
 
-def _reusable(b: BlobObject, instr: Instruction, last_read: dict[int, int], i: int) -> bool:
-    if not b.dead or b.array is None or b.last_writer is not instr or last_read[id(b)] != i:
-        return False
-    for r in b.readers:
-        if r is not instr:
-            return False
-    return True
+def _reusable(b: BlobObject, instr: Instruction, last_read: dict, i: int) -> bool:
+    """Nothing can read ``b`` after step ``i``: its tensor died, the chain made it, every
+    read of it ever issued is one of the chain's, and step ``i`` is the last of them."""
+    return b.dead and b.array is not None and b.producer is instr \
+        and last_read[id(b)] == (i, b.nreads)
 
 
-def _run(instr: Instruction, st: Step, host: Any, last_read: dict[int, int] | None,
-         i: int) -> None:
+def _run(instr: Instruction, st: Step, host: Any, last_read: dict | None, i: int) -> None:
     for b in st.reads:
         if b.error is not None:  # an input was never computed: pass the error on
             for w in st.writes:
@@ -139,12 +141,13 @@ def _run(instr: Instruction, st: Step, host: Any, last_read: dict[int, int] | No
             if f is None:
                 f = host.ufuncs[st.ufunc] = getattr(host.xp, st.ufunc)
             form = st.form
+            cast = st.cast
             if form == "tt":
-                f(a0, a1, out=arr, casting="unsafe")
+                f(a0, a1, out=arr, casting=cast) if cast else f(a0, a1, out=arr)
             elif form == "ts":
-                f(a0, st.attrs["scalar"], out=arr, casting="unsafe")
+                f(a0, st.scalar, out=arr, casting=cast) if cast else f(a0, st.scalar, out=arr)
             elif form == "st":
-                f(st.attrs["scalar"], a0, out=arr, casting="unsafe")
+                f(st.scalar, a0, out=arr, casting=cast) if cast else f(st.scalar, a0, out=arr)
             elif form == "t0":
                 f(a0, 0, out=arr)
             else:

@@ -52,8 +52,8 @@ def issue_comm(vm: Any, name: str, fn: Callable[..., Any], ins: list[BlobObject]
     """Issue ``fn`` on the comm stream reading ``ins``; returns the instruction and the
     blob it writes (None when ``out_shape`` is None: this rank gets no output)."""
     itype, stream = vm.route(COMM, CPU)
-    out = None if out_shape is None else BlobObject(out_shape, dtype, CPU)
-    instr = Instruction(itype, stream, name, (fn, ins, out), list(ins),
+    out = None if out_shape is None else vm.core.Blob(out_shape, dtype, CPU)
+    instr = vm.core.Instruction(itype, stream, name, (fn, ins, out), list(ins),
                         [] if out is None else [out], where)
     if out is not None:
         out.producer = instr

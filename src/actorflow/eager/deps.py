@@ -26,6 +26,7 @@ def link(instr: Instruction) -> list[Instruction]:
             readers[:] = [r for r in readers if not r.done]
             b.prune_at = max(PRUNE_AT, 2 * len(readers))
         readers.append(instr)
+        b.nreads += 1
     for b in instr.writes:
         w = b.last_writer
         if w is not None and not w.done:

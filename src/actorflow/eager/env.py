@@ -38,12 +38,13 @@ def _float_env(name: str, default: float) -> float:
 
 
 class Env:
-    def __init__(self, scheduler: str | None = None, fuse: bool | None = None) -> None:
+    def __init__(self, scheduler: str | None = None, fuse: bool | None = None,
+                 core: str | None = None) -> None:
         if fuse is None:
             fuse = os.environ.get("ACTORFLOW_EAGER_FUSE", "1") != "0"
         self.vm = VirtualMachine(
             scheduler or os.environ.get("ACTORFLOW_EAGER_SCHEDULER", "inline"),
-            timeout=_float_env("ACTORFLOW_EAGER_TIMEOUT", 300.0), fuse=fuse)
+            timeout=_float_env("ACTORFLOW_EAGER_TIMEOUT", 300.0), fuse=fuse, core=core)
         self.tracer: Any = None
         trace_dir = os.environ.get("ACTORFLOW_EAGER_TRACE")
         if trace_dir:
@@ -88,15 +89,15 @@ def current_env() -> Env | None:
 
 
 def shutdown(timeout: float | None = None, scheduler: str | None = None,
-             fuse: bool | None = None) -> list[str]:
+             fuse: bool | None = None, core: str | None = None) -> list[str]:
     """Tear the environment down now (the next eager call makes a fresh one, with
-    ``scheduler`` and ``fuse`` if given); returns the problems found (see
+    ``scheduler``, ``fuse`` and ``core`` if given); returns the problems found (see
     ``VirtualMachine.shutdown``)."""
     global _ENV
     with _LOCK:
         env, _ENV = _ENV, None
-        if scheduler is not None or fuse is not None:
-            _ENV = Env(scheduler, fuse)
+        if scheduler is not None or fuse is not None or core is not None:
+            _ENV = Env(scheduler, fuse, core)
     if env is None:
         return []
     return env.shutdown(_float_env("ACTORFLOW_EAGER_EXIT_TIMEOUT", 10.0)

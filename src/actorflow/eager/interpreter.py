@@ -19,6 +19,7 @@ from actorflow.eager.device import CPU, Device, as_device
 from actorflow.eager.env import get_vm
 from actorflow.eager.tensor import caller_where
 from actorflow.errors import ArgumentTypeError, UsageError
+from actorflow.kernels.blob import BlobDesc
 
 CACHE_LIMIT = 4096
 
@@ -89,13 +90,14 @@ class EagerLocalInterpreter:
             if len(self._plans) >= CACHE_LIMIT:
                 self._plans.clear()
             plan = self._plans[key] = vm.core.IssuePlan(
-                vm, expr, tuple(names), attrs, outs, itype, stream, self.tensor_cls._from_blob)
+                vm, expr, tuple(names), attrs, outs, itype, stream, self.tensor_cls._from_blob,
+                _ufunc(expr.opdef.ufunc, [t._blob.meta for t in tensors], attrs, outs, device))
         return plan
 
     def _infer_outputs(self, expr: Any, blobs: dict[str, BlobObject],
                        attrs: dict[str, Any]) -> Any:
-        return expr.opdef.infer_checked(expr.op_type, {k: b.desc_view() for k, b in
-                                                       blobs.items()}, attrs)
+        return expr.opdef.infer_checked(expr.op_type, {k: BlobDesc(b.shape, b.dtype) for k, b
+                                                       in blobs.items()}, attrs)
 
     # -- tensors from host values ----------------------------------------------------------
     def from_array(self, value: Any, dtype: Any = None, device: Any = None) -> Any:
@@ -113,7 +115,7 @@ class EagerLocalInterpreter:
         if arr.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
             arr = arr.astype(np.float32)  # Python floats default to float32, as in torch
         vm = get_vm()
-        host = BlobObject(tuple(arr.shape), arr.dtype.name, CPU, arr)
+        host = vm.core.Blob(tuple(arr.shape), arr.dtype.name, CPU, arr)
         vm.adopt(host)
         if dev is CPU:
             return self.tensor_cls._from_blob(host, vm)
@@ -135,6 +137,30 @@ class EagerLocalInterpreter:
         raise UsageError("to_global() of an eager local tensor needs the eager global "
                          "interpreter (global tensors over a process group), which this "
                          "process does not have; inside 'with af.Job' it boxes lazy tensors")
+
+
+def _ufunc(ufunc: Any, ins: list[Any], attrs: dict[str, Any], outs: tuple,
+           device: Device) -> Any:
+    """The op's (function, form, needs casting="unsafe"): numpy is ~2x slower on a tiny
+    array with ``casting=``, so the VM passes it only where the output's dtype is not
+    what numpy gives; found by a one-element dry run (host only; devices always cast)."""
+    if ufunc is None:
+        return None
+    if device.type != "cpu" or len(outs) != 1:
+        return (*ufunc, True)
+    fn, form = ufunc
+    args: list[Any] = [np.zeros(1, m.dtype) for m in ins]
+    if form in ("ts", "st"):
+        args.insert(0 if form == "st" else 1, attrs["scalar"])
+    elif form == "t0":
+        args.append(0)
+    out = np.empty(1, outs[0][1].dtype)
+    try:
+        with np.errstate(all="ignore"):
+            getattr(np, fn)(*args, out=out)
+    except (TypeError, ValueError):
+        return (*ufunc, True)
+    return (*ufunc, False)
 
 
 def _mixed_devices(op_type: str, inputs: dict[str, Any]) -> UsageError:

@@ -16,7 +16,11 @@ from typing import Any
 
 from actorflow.eager.blob import BlobObject
 from actorflow.eager.chain import Step
+from actorflow.eager.instruction import Instruction
 from actorflow.eager.tensor import caller_where
+
+NAME = "python"
+Blob = BlobObject  # the core's records, by the names the VM asks for (vm.core.Blob, ...)
 
 
 class IssuePlan:
@@ -24,14 +28,14 @@ class IssuePlan:
                  "vm", "wrap")
 
     def __init__(self, vm: Any, expr: Any, in_names: tuple[str, ...], attrs: dict[str, Any],
-                 outs: tuple, itype: Any, stream: Any, wrap: Any) -> None:
+                 outs: tuple, itype: Any, stream: Any, wrap: Any, ufunc: Any = None) -> None:
         self.vm = vm
         self.expr = expr
         self.in_names = in_names  # the op definition's input order
         self.attrs = attrs
         self.outs = outs  # ((name, Meta), ...)
         self.kernel = expr.opdef.kernel
-        self.ufunc = expr.opdef.ufunc
+        self.ufunc = ufunc  # (function, form, needs casting="unsafe") or None
         self.itype = itype
         self.stream = stream
         self.wrap = wrap  # tensor class's _from_blob
@@ -62,4 +66,4 @@ class IssuePlan:
         return tuple(wrap(b, vm) for b in writes)
 
 
-__all__ = ["IssuePlan"]
+__all__ = ["NAME", "Blob", "Instruction", "IssuePlan", "Step"]

@@ -9,7 +9,7 @@ CPU tensor is a read-only view of the tensor's memory (no copy).
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,31 @@ from actorflow.eager.vm import VirtualMachine
 from actorflow.errors import EagerKernelError
 
 _PKG_DIR = __file__.rsplit("/", 2)[0] + "/"
+
+
+class _PyTensorBase:
+    """The data slots of an eager local tensor (Python core): its blob goes back to the VM
+    when it dies.  The compiled core's ``TensorBase`` does the same without ``__del__``."""
+
+    __slots__ = ("_blob", "_vm")
+    _blob: Any
+    _vm: Any
+
+    def __del__(self) -> None:
+        try:
+            self._vm.release(self._blob)
+        except Exception:  # interpreter teardown: modules may be half gone
+            pass
+
+
+def _tensor_base() -> Any:
+    from actorflow import _core
+
+    if _core.core_name() == "native":
+        from actorflow._core._eager import TensorBase
+
+        return TensorBase
+    return _PyTensorBase
 
 
 _INSIDE: dict[Any, bool] = {}  # code object -> is it actorflow's own code
@@ -104,8 +129,14 @@ def caller_where(depth: int = 2) -> Where | None:
     return None
 
 
-class LocalTensor:
-    __slots__ = ("_blob", "_vm")
+if TYPE_CHECKING:
+    _Base = _PyTensorBase
+else:
+    _Base = _tensor_base()
+
+
+class LocalTensor(_Base):
+    __slots__ = ()
     _blob: BlobObject
     _vm: VirtualMachine
     interpreter = "eager.local"  # which interpreter runs ops on this kind of tensor
@@ -113,7 +144,7 @@ class LocalTensor:
 
     @classmethod
     def _from_blob(cls, blob: BlobObject, vm: VirtualMachine) -> Any:
-        t = object.__new__(cls)
+        t = cls.__new__(cls)
         t._blob = blob
         t._vm = vm
         return t
@@ -206,12 +237,6 @@ class LocalTensor:
 
     def __reduce__(self) -> Any:
         raise TypeError("eager tensors are not picklable; save t.numpy() instead")
-
-    def __del__(self) -> None:
-        try:
-            self._vm.release(self._blob)
-        except Exception:  # interpreter teardown: modules may be half gone
-            pass
 
 
 def _not_computed(root: Exception) -> EagerKernelError:

@@ -21,9 +21,25 @@ from actorflow.eager.instruction import INSTRUCTION_TYPES, STREAM_TYPES, Instruc
 from actorflow.eager.scheduler import SCHEDULERS
 from actorflow.eager.worker import StreamRt
 from actorflow.errors import EagerKernelError, UsageError, WaitTimeout
+from actorflow.kernels.registry import KernelContext
 
 RELEASE_BATCH = 32  # release instructions carry up to this many blobs...
 RELEASE_BYTES = 1 << 20  # ...unless this many bytes wait to be returned
+
+
+class _NativeScheduler:
+    """The inline scheduler's two entry points, on the compiled core's issue side."""
+
+    name = "inline"
+    fuses = True
+    wants_done = False
+
+    def __init__(self, state: Any) -> None:
+        self.submit = state.submit
+        self.submit_one = state.submit_one
+
+    def close(self, timeout: float) -> None:
+        pass
 
 
 def _at(name: str, where: Any) -> str:
@@ -32,10 +48,13 @@ def _at(name: str, where: Any) -> str:
 
 class VirtualMachine:
     def __init__(self, scheduler: str = "inline", timeout: float = 300.0,
-                 fuse: bool = True) -> None:
-        from actorflow.eager import issue
+                 fuse: bool = True, core: str | None = None) -> None:
+        from actorflow.eager.core import module
 
-        self.core: Any = issue
+        if scheduler == "thread":
+            core = "python"  # the seed's scheduler thread is the Python reference's
+        self.core: Any = module(core)
+        self.state: Any = None  # the compiled core's issue side (None: Python core)
         self.timeout = timeout  # default for every wait
         self.lock = threading.Lock()  # issue side: scheduler bookkeeping, releases, counters
         self.cv = threading.Condition(threading.Lock())  # instruction completion
@@ -53,10 +72,27 @@ class VirtualMachine:
         self.closed_reason = "it was shut down (af.eager.shutdown() or interpreter exit)"
         self.forked = False  # this is a forked child's copy of its parent's VM
         self.recorder: Any = None
-        self.scheduler = SCHEDULERS.get(scheduler)(self)
+        self.scheduler: Any = SCHEDULERS.get(scheduler)(self)
         self._submit_one = self.scheduler.submit_one
-        self.fuse = fuse and self.scheduler.fuses
+        self._fuse = fuse and self.scheduler.fuses
+        if self.core.NAME == "native":
+            self.state = st = self.core.VMState(self, self._releases, self._fuse)
+            self.scheduler = _NativeScheduler(st)
+            self._submit_one = st.submit_one
+            self.submit_step = st.submit_step  # type: ignore[method-assign]
+            self.release = st.release  # type: ignore[method-assign]
         self._sched_on_done = self.scheduler.on_done if self.scheduler.wants_done else None
+
+    @property
+    def fuse(self) -> bool:
+        """Whether element-wise ops may join the stream's last instruction (settable)."""
+        return self._fuse
+
+    @fuse.setter
+    def fuse(self, on: bool) -> None:
+        self._fuse = on
+        if self.state is not None:
+            self.state.fuse = on
 
     # -- streams -------------------------------------------------------------------------
     def stream(self, stream_type: str, index: int) -> StreamRt:
@@ -66,8 +102,13 @@ class VirtualMachine:
             with self.cv:  # streams may be made from several issuing threads
                 s = self.streams.get(key)
                 if s is None:
-                    s = StreamRt(self, STREAM_TYPES.get(stream_type), index,
-                                 len(self.stream_list))
+                    st = STREAM_TYPES.get(stream_type)
+                    stream = st.make_stream(index)
+                    if self.state is not None and getattr(stream, "synchronous", False):
+                        s = self.core.StreamRt(self, st, index, len(self.stream_list), stream,
+                                               KernelContext(xp=stream.xp))
+                    else:
+                        s = StreamRt(self, st, index, len(self.stream_list), stream)
                     if self.recorder is not None:
                         s.unit = self.recorder.unit((0, s.track))
                     self.stream_list.append(s)
@@ -90,10 +131,11 @@ class VirtualMachine:
             raise UsageError(f"this eager VM takes no more work: {self.closed_reason}")
         with self.lock:
             self.scheduler.submit(instrs)
-            self.issued += len(instrs)
-            self.ops += len(instrs)
-            for i in instrs:
-                i.stream.last = i
+            if self.state is None:
+                self.issued += len(instrs)
+                self.ops += len(instrs)
+                for i in instrs:
+                    i.stream.last = i
             if self._releases and (len(self._releases) >= RELEASE_BATCH
                                    or self._release_bytes >= RELEASE_BYTES):
                 self._flush_releases()
@@ -104,9 +146,10 @@ class VirtualMachine:
             self.submit([instr])  # raises
         with self.lock:
             self._submit_one(instr)
-            self.issued += 1
-            self.ops += 1
-            instr.stream.last = instr
+            if self.state is None:
+                self.issued += 1
+                self.ops += 1
+                instr.stream.last = instr
             if self._releases and (len(self._releases) >= RELEASE_BATCH
                                    or self._release_bytes >= RELEASE_BYTES):
                 self._flush_releases()
@@ -118,7 +161,7 @@ class VirtualMachine:
             self.submit([])  # raises
         with self.lock:
             self.ops += 1
-            instr = try_fuse(stream, step) if self.fuse else None
+            instr = try_fuse(stream, step) if self._fuse else None
             if instr is None:
                 instr = Instruction(itype, stream, step.name, [step], list(step.reads),
                                     list(step.writes), step.where)
@@ -172,10 +215,13 @@ class VirtualMachine:
             builder.release(blobs, device)
         instrs = builder.instructions
         self.scheduler.submit(instrs)
-        self.issued += len(instrs)
-        self.ops += len(instrs)
-        for i in instrs:
-            i.stream.last = i
+        if self.state is None:
+            self.issued += len(instrs)
+            self.ops += len(instrs)
+            for i in instrs:
+                i.stream.last = i
+        else:
+            self.state.release_bytes = 0
 
     # -- completion, waiting, errors -------------------------------------------------------
     def on_done(self, instr: Instruction) -> None:
@@ -282,13 +328,15 @@ class VirtualMachine:
         """What the VM holds and did: live blobs/bytes (allocated minus released), and
         instructions issued and done."""
         streams = list(self.stream_list)
+        st = self.state
         allocated = self.host_allocated + sum(s.allocated for s in streams)
         freed = sum(s.freed for s in streams)
         allocs = self.host_allocs + sum(s.allocs for s in streams)
         frees = sum(s.frees for s in streams)
         return {"live_blobs": allocs - frees, "live_bytes": allocated - freed,
                 "allocated_bytes": allocated, "freed_bytes": freed,
-                "ops_issued": self.ops, "instructions_issued": self.issued,
+                "ops_issued": self.ops if st is None else st.ops,
+                "instructions_issued": self.issued if st is None else st.issued,
                 "instructions_done": sum(s.executed for s in streams),
                 "pending_releases": len(self._releases), "streams": len(streams)}
 

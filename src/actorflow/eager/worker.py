@@ -43,13 +43,14 @@ class StreamRt:
     The counters are written by this worker only, so summing them needs no lock.
     """
 
-    def __init__(self, vm: VirtualMachine, stype: StreamType, index: int, track: int) -> None:
+    def __init__(self, vm: VirtualMachine, stype: StreamType, index: int, track: int,
+                 stream: Any = None) -> None:
         self.vm = vm
         self.stype = stype
         self.index = index
         self.track = track  # the trace track (a "task id" in trace files)
         self.label = f"{stype.name}:{index}"
-        self.stream = stype.make_stream(index)
+        self.stream = stype.make_stream(index) if stream is None else stream
         self.xp = self.stream.xp
         self.kctx = KernelContext(xp=self.xp)
         self.ufuncs: dict[str, Any] = {}  # element-wise kernels by name, from self.xp

@@ -271,7 +271,8 @@ def _convert(p: Param, v: Any, fname: str) -> Any:
     try:
         return _CONVERTERS[p.type](v)
     except _NoMatch:
-        raise _NoMatch(f"{fname}(): argument '{p.name}' must be {p.type}, not "
+        shown = "tensor" if p.type == "Tensor" else p.type  # OneFlow's word for a tensor
+        raise _NoMatch(f"{fname}(): argument '{p.name}' must be {shown}, not "
                        f"{_type_name(v)}") from None
 
 

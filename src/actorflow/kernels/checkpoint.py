@@ -4,12 +4,19 @@ The model-IO jobs write and read the parts on their devices (``kernels/ops/model
 the session writes the manifest last.
 
     ckpt/manifest.json          {"format": "actorflow-checkpoint", "version": 1,
+                                 "split_geometry": "first",
                                  "variables": {name: {shape, dtype, sbp, placement, parts}}}
     ckpt/<name>/part<j>.npy     the region parts[j] = {file, begin, end} of the variable
 
 No pickle anywhere (``np.save(allow_pickle=False)``, JSON manifest).  Reading assembles the
 logical value from whatever parts were written, so a checkpoint saved on 4 machines loads
 on 2 or 1 (or 3): each reader cuts its own region from the logical value.
+
+``split_geometry`` names the rule that cut split variables into parts (``sbp_geometry``):
+``first`` (OneFlow's, extra elements on the first parts); manifests written before it have no
+such field and used ``floor`` (extra elements on the last).  Reading checks the parts
+against the rule their manifest names, then assembles by the regions they record, so old
+checkpoints load into jobs laid out by the new rule.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from actorflow.errors import UsageError
+from actorflow.sbp_geometry import GEOMETRIES, GEOMETRY, split_axis
 
 FORMAT = "actorflow-checkpoint"
 VERSION = 1
@@ -62,7 +70,8 @@ def write_manifest(directory: str | os.PathLike, variables: dict[str, dict[str, 
     """The manifest for parts already written: name -> {shape, dtype, sbp, placement,
     parts: [{file, begin, end}]}.  Written last, so it names only finished parts."""
     root = Path(directory)
-    manifest = {"format": FORMAT, "version": VERSION, "variables": variables}
+    manifest = {"format": FORMAT, "version": VERSION, "split_geometry": GEOMETRY,
+                "variables": variables}
     tmp = root / (MANIFEST + ".tmp")
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
     os.replace(tmp, root / MANIFEST)
@@ -118,7 +127,32 @@ def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
     if m.get("format") != FORMAT or m.get("version") != VERSION:
         raise UsageError(f"{path}: format {m.get('format')!r} version {m.get('version')!r}; "
                          f"expected {FORMAT!r} version {VERSION}")
+    geometry = m.get("split_geometry", "floor")  # written before the field: the old rule
+    if geometry not in GEOMETRIES:
+        raise UsageError(f"{path}: unknown split_geometry {geometry!r}; known: "
+                         f"{', '.join(sorted(GEOMETRIES))}")
+    for name, v in m.get("variables", {}).items():
+        _check_geometry(path, name, v, geometry)
     return m
+
+
+def _check_geometry(path: Path, name: str, v: dict[str, Any], geometry: str) -> None:
+    """The parts of a split variable must be the cut its manifest's rule gives."""
+    axis = split_axis(str(v.get("sbp", "")))
+    parts = v.get("parts") or []
+    if axis is None or not parts:
+        return
+    try:
+        n = int(v["shape"][axis])
+        got = [(int(p["begin"][axis]), int(p["end"][axis])) for p in parts]
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        raise UsageError(f"{path}: variable '{name}' has malformed parts: {e}") from e
+    b = GEOMETRIES[geometry](n, len(parts))
+    want = [(b[i], b[i + 1]) for i in range(len(parts))]
+    if got != want:
+        raise UsageError(f"{path}: the parts of '{name}' cover {got} along axis {axis}, but "
+                         f"the {geometry!r} split of {n} over {len(parts)} parts its manifest "
+                         f"names gives {want}")
 
 
 def read_variable(directory: str | os.PathLike, name: str,

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import actorflow as af
 from actorflow.frontend.global_tensor import normal_region
+from actorflow.sbp_geometry import split_bounds
 
 r, n = af.env.rank, af.env.world_size
 CODES = ["S0", "S1", "B", "P"]
@@ -94,7 +95,7 @@ for code in CODES:
                  seed=11)
     close(f"randn {code}", g.numpy(), whole)
     if code == "S1":
-        lo, hi = 7 * r // n, 7 * (r + 1) // n
+        lo, hi = split_bounds(7, n)[r:r + 2]  # extra columns to the first ranks
         close("randn S1 local", g.to_local().numpy(), whole[:, lo:hi])
     o = af.ones(3, 4, placement=af.placement("cpu", ranks=[n - 1]), sbp=SBP[code]).numpy()
     close(f"ones {code}", o, np.ones((3, 4), np.float32))

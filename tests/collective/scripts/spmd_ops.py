@@ -5,6 +5,7 @@ import json
 import numpy as np
 
 import actorflow as af
+from actorflow.sbp_geometry import split_bounds
 
 g = af.env.process_group
 r, n = af.env.rank, af.env.world_size
@@ -14,7 +15,7 @@ for size in (7, 50_000, 1_000_003):  # direct, ring, ring with many chunks
     x = np.arange(size, dtype=np.float64) * (r + 1)
     checks[f"all_reduce {size}"] = bool(np.array_equal(g.all_reduce(x), np.arange(size) * tri))
     rs = g.reduce_scatter(np.ones((size, 2)) * (r + 1))
-    a, b = size * r // n, size * (r + 1) // n
+    a, b = split_bounds(size, n)[r:r + 2]  # extra rows to the first ranks
     checks[f"reduce_scatter {size}"] = rs.shape == (b - a, 2) and bool(np.all(rs == tri))
     bc = g.broadcast(x if r == n - 1 else None, root=n - 1)
     checks[f"broadcast {size}"] = bool(np.array_equal(bc, np.arange(size) * n))

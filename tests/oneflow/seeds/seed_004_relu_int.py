@@ -1,0 +1,2 @@
+import actorflow as flow
+flow.relu(1)
