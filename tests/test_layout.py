@@ -1,5 +1,6 @@
-"""The layout of the test suite (``tests/__init__.py``): every folder a package, helpers
-named after what they hold with no leading underscore, imported by their full name."""
+"""The layout of the test suite (``tests/__init__.py``): every folder of tests or helpers
+a package, helpers named after what they hold with no leading underscore, imported by
+their full name."""
 
 from __future__ import annotations
 
@@ -9,8 +10,27 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 
 
-def test_every_folder_of_the_suite_is_a_package():
-    folders = {p.parent for p in TESTS.rglob("*.py") if "__pycache__" not in p.parts}
+def _imported_folders() -> set[Path]:
+    """Folders of the modules some test file imports as ``tests.<...>``."""
+    out = set()
+    for f in TESTS.rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for n in names:
+                parts = n.split(".")
+                if parts[0] == "tests":
+                    for k in range(1, len(parts) + 1):
+                        d = TESTS.parent.joinpath(*parts[:k])
+                        if d.is_dir():
+                            out.add(d)
+    return out
+
+
+def test_every_folder_of_tests_or_imported_helpers_is_a_package():
+    """Folders of programs run by path (``*/scripts``, ``launcher/jobs``, ...) may be plain."""
+    folders = {p.parent for p in TESTS.rglob("test_*.py") if "__pycache__" not in p.parts}
+    folders |= _imported_folders() | {TESTS}
     missing = sorted(str(d.relative_to(TESTS.parent)) for d in folders
                      if not (d / "__init__.py").is_file())
     assert not missing, f"folders with no __init__.py: {missing}"

@@ -47,7 +47,7 @@ def test_public_names_load_on_first_use() -> None:
     mods = loaded_after(
         "import importlib, actorflow as af\n"
         "s, j, F, p = map(importlib.import_module, ['actorflow.session',\n"
-        "    'actorflow.frontend.job', 'actorflow.frontend.functional', 'actorflow.plan'])\n"
+        "    'actorflow.frontend.job', 'actorflow.functional', 'actorflow.plan'])\n"
         "assert af.Session is s.Session and af.ClusterSession is s.ClusterSession\n"
         "assert af.compile is j.compile and af.job is j.job and af.Job is j.Job\n"
         "assert af.functional is F and af.PlanBuilder is p.PlanBuilder and af.Plan is p.Plan\n"

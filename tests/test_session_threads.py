@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -70,9 +69,8 @@ def test_run_with_no_inputs_on_a_source_driven_plan_fails_at_once():
     b.output("y", b.op("relu", b.source("random_normal", {"shape": [2], "seed": 1},
                                          piece_num=2)))
     with af.Session(b.build(), timeout=60) as s:
-        t0 = time.monotonic()
+        # a UsageError, not the WaitTimeout the session's 60 s would end in
         with pytest.raises(UsageError, match=r"has no input tasks: its source tasks make the "
                                              r"pieces.*run_to_end\(pieces=N\)"):
             s.run({})
-        assert time.monotonic() - t0 < 5  # not the 60 s session timeout
         assert len(s.run_to_end()["y"]) == 2

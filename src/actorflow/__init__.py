@@ -49,7 +49,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "device": ("actorflow.eager.device", "as_device"),
     "env": ("actorflow.spmd", "env"),
     "full": ("actorflow.frontend.creation", "full"),
-    "functional": ("actorflow.frontend.functional", None),
+    "functional": ("actorflow.functional", None),
     "input": ("actorflow.frontend.job", "input"),
     "job": ("actorflow.frontend.job", "job"),
     "load_plan": ("actorflow.plan.io", "load_plan"),
@@ -156,7 +156,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
     from actorflow import comm, nn, optim
     from actorflow.eager.device import Device
     from actorflow.eager.device import as_device as device
-    from actorflow.frontend import autograd, functional, sbp
+    from actorflow.frontend import autograd, sbp
+    from actorflow.frontend import functional_nn as functional
     from actorflow.frontend.autograd.mode import (
         enable_grad,
         is_grad_enabled,

@@ -1,13 +1,15 @@
 """A test recorder for the runtime's ``recorder`` hook: act intervals and every message.
 
 Independent of the state machine: it sees only what the units report (messages sent and
-received, act begin/end), so tests can check the protocol from the outside.
+received, act begin/end), so tests can check the protocol from the outside.  An act's
+interval is a pair of positions in one sequence of the events of every unit (taken under
+one lock), so "ended before began" is an order, not a reading of a clock.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
-import time
 
 from actorflow.protocol.messages import Act, Msg
 
@@ -20,7 +22,8 @@ class Recorder:
 
     def __init__(self, check_writes: bool = False) -> None:
         self.lock = threading.Lock()
-        self.begin: dict[tuple[int, int], int] = {}  # (task, act_id) -> ns
+        self.seq = itertools.count()  # positions of act begins and ends, under the lock
+        self.begin: dict[tuple[int, int], int] = {}  # (task, act_id) -> position
         self.end: dict[tuple[int, int], int] = {}
         self.acts: list[tuple[int, Act]] = []
         self.sent: list[Msg] = []
@@ -52,10 +55,9 @@ class Recorder:
                 self.holding[key] = self.holding.get(key, 0) - 1
 
     def act_begin(self, act: Act) -> None:
-        t = time.perf_counter_ns()
         task_id = act.task_id
         with self.lock:
-            self.begin[(task_id, act.act_id)] = t
+            self.begin[(task_id, act.act_id)] = next(self.seq)
             self.acts.append((task_id, act))
             if self.check_writes:
                 for desc, slot in act.writes:
@@ -67,12 +69,11 @@ class Recorder:
                             f"{act.piece_id}) while held: {held}")
 
     def act_end(self, act: Act) -> None:
-        t = time.perf_counter_ns()
         with self.lock:
-            self.end[(act.task_id, act.act_id)] = t
+            self.end[(act.task_id, act.act_id)] = next(self.seq)
 
     # -- queries -------------------------------------------------------------------------
     def intervals(self, task_id: int) -> dict[int, tuple[int, int]]:
-        """piece id -> (begin ns, end ns) of ``task_id``'s acts."""
+        """piece id -> (begin, end) positions of ``task_id``'s acts."""
         return {a.piece_id: (self.begin[(t, a.act_id)], self.end[(t, a.act_id)])
                 for t, a in self.acts if t == task_id}

@@ -101,11 +101,10 @@ def test_a_unit_that_ends_without_done_fails_the_node():
         # the node's own STOP, to one unit only: it ends with code 0 and no DONE (as a bug
         # that returned early would); the node must not wait for it forever
         h.router.send_to(h.unit_addrs[(0, slow.thrd_id)], uw.STOP, uw.seal(h.token, None))
-        t0 = time.monotonic()
+        # UnitLost, not the WaitTimeout a minute would end in: the exit itself is noticed
         with pytest.raises(UnitLost, match=rf"m0-t{slow.thrd_id} .*exited before its actors "
                            r"finished, without an error or a DONE report"):
-            node.wait_exited(timeout=10)
-        assert time.monotonic() - t0 < 3.0
+            node.wait_exited(timeout=60)
     finally:
         node.close()
 

@@ -124,3 +124,32 @@ def test_errors_name_the_op_and_what_was_expected():
         x.grad = af.tensor(np.ones(3))
     assert not F.argmax(x * 1.0).requires_grad  # integer results carry no gradient
     assert not (x > 1.0).requires_grad
+
+
+def test_a_gradient_of_the_wrong_shape_names_the_op():
+    from actorflow.kernels.grad import GRADS, register_grad
+
+    register_grad("busy", lambda F, ctx, dy: {"in": F.sum(dy, [0], True)})
+    try:
+        x = leaf([[1.0, 2.0], [3.0, 4.0]])
+        y = op_expr("busy", ("in",))({"in": x}, {"iters": 0, "size": 1})
+        with pytest.raises(AutogradError, match=r"op 'busy'.*input 'in' has shape \(1, 2\), "
+                                                r"the input has \(2, 2\)"):
+            y.sum().backward()
+    finally:
+        del GRADS._entries["busy"]
+
+
+def test_new_ops_list_their_signatures_on_misuse():
+    from actorflow.errors import ArgumentTypeError
+
+    x = af.tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(ArgumentTypeError, match=r"(?s)where\(\).*Tensor condition, Tensor x, "
+                                                r"Tensor y.*Scalar y"):
+        F.where(1.0, x, x)
+    with pytest.raises(ArgumentTypeError, match=r"(?s)max\(\).*Int dim.*Tensor other"):
+        F.max(x, "a")
+    with pytest.raises(ArgumentTypeError, match=r"cross_entropy\(\): argument 'target'"):
+        F.cross_entropy(x, "t")
+    with pytest.raises(TypeError, match=r"layer_norm\(\)"):
+        F.layer_norm(x, "3")

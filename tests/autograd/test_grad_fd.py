@@ -95,7 +95,8 @@ NO_RULE = {  # ops no gradient flows through: generators, state, boxing, integer
 
 
 def test_every_op_has_a_rule_or_is_listed_as_having_none():
-    missing = sorted(t for t in op_types() if t not in GRADS and t not in NO_RULE)
+    missing = sorted(t for t in op_types()  # not the ops tests register for themselves
+                     if t not in GRADS and t not in NO_RULE and not t.startswith("test_"))
     assert not missing, f"ops with no gradient rule (add one, or list why not): {missing}"
 
 

@@ -53,3 +53,29 @@ def test_graph_gradients_on_two_machines_equal_eager(name):
     want = analytic(CASES[name], arrays, w)
     for g, e in zip(graph_grads(name, arrays, w, machines=2), want):
         np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+DEVICE_CASES = ["matmul", "layer_norm", "cross_entropy", "gelu", "batch_matmul", "getitem"]
+
+
+@pytest.mark.parametrize("name", DEVICE_CASES)
+def test_graph_gradients_on_the_emulated_device_equal_eager(name):
+    case = CASES[name]
+    arrays, w = draw(case, 2, 3, 5)
+    want = analytic(case, arrays, w)
+    with af.Job(f"dev_{name}") as job:
+        ts = []
+        for i, a in enumerate(arrays):
+            t = af.input(f"x{i}", a.shape, a.dtype.name).to_global(
+                placement=af.placement("cuda", ranks=[0]))
+            ts.append(t.requires_grad_() if i in case.diff else t)
+        (case.fn(*ts) * w).sum().backward()
+        for i in case.diff:
+            af.output(f"g{i}", ts[i].grad)
+    plan = af.compile(job)
+    assert any(t.task_type == "copy_h2d" for t in plan.tasks)  # the kernels run on the device
+    with af.Session(plan) as s:
+        out = s.run({f"x{i}": a for i, a in enumerate(arrays)})
+    out = out if isinstance(out, dict) else {f"g{case.diff[0]}": out}
+    for i, e in zip(case.diff, want):
+        np.testing.assert_allclose(out[f"g{i}"], e, rtol=1e-12, atol=1e-12)

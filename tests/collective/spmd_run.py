@@ -1,6 +1,8 @@
-"""A live SPMD run for attack tests: ``flowlaunch --nproc-per-node 3`` of the paced
+"""A live SPMD run for attack tests: ``flowlaunch --nproc-per-node 3`` of the gated
 all-reduce (``scripts/paced_all_reduce.py``), its output read on threads so every wait is
-bounded, its ranks' pids and environments found through /proc, its results parsed."""
+bounded, its ranks' pids and environments found through /proc, its results parsed.  With
+``mid_gate`` the run pauses midway until the test creates that file, so an attack always
+lands while the ranks are alive and inside a collective, never after the run ended."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from tests.launcher.helpers import Launcher, tagged_pids
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "paced_all_reduce.py")
 N, ROUNDS = 3, 20
-RUN_ENV = {"ROUNDS": str(ROUNDS), "PACE": "0.1",
+RUN_ENV = {"ROUNDS": str(ROUNDS),
            "ACTORFLOW_COLLECTIVE_SHM": "0"}  # the large all-reduce goes around the ring
 TOTAL = ROUNDS * (10 + 4_999_950_000) * 6 + 3 * 100_005 * sum(range(ROUNDS))
 
@@ -59,11 +61,12 @@ class Lines:
         return "".join(self.err)
 
 
-def start(flowlaunch: Launcher, port: int, *extra: str, gate: str = ""
+def start(flowlaunch: Launcher, port: int, *extra: str, gate: str = "", mid_gate: str = ""
           ) -> tuple[str, Popen, Lines]:
-    """The run; with ``gate``, its last rank joins only once that file exists."""
+    """The run; with ``gate``, its last rank joins only once that file exists; with
+    ``mid_gate``, it pauses midway (every rank says ``MIDWAY``) until that file exists."""
     tag, p = flowlaunch.start("--nproc-per-node", N, "--master-port", port, *extra, SCRIPT,
-                              env={**RUN_ENV, "JOIN_GATE": gate})
+                              env={**RUN_ENV, "JOIN_GATE": gate, "MID_GATE": mid_gate})
     return tag, p, Lines(p)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 
 import pytest
 import zmq
@@ -35,7 +34,7 @@ def _fuzz(ports: set[int], key: ClusterKey | None, seed: int, n: int) -> None:
     socks = []
     for port in sorted(ports):
         s = ctx.socket(zmq.PUSH)
-        s.linger = 0
+        s.linger = 1000  # term() below gives the sends this long to go out
         s.sndtimeo = 200
         if key is not None:
             secure_client(s, key)
@@ -48,23 +47,25 @@ def _fuzz(ports: set[int], key: ClusterKey | None, seed: int, n: int) -> None:
                     s.send_multipart(message(rng))
                 except zmq.ZMQError:
                     pass
-        time.sleep(0.3)
-    finally:
+    finally:  # close() hands what is queued to the context; term() waits up to the linger
         for s in socks:
             s.close()
         ctx.term()
 
 
 @pytest.mark.parametrize("keyed, seed", [(True, 11), (False, 12), (True, 13)])
-def test_fuzzing_every_mesh_inbox_of_a_live_run(flowlaunch, keyed, seed):
+def test_fuzzing_every_mesh_inbox_of_a_live_run(flowlaunch, keyed, seed, tmp_path):
     master = free_port("127.0.0.1")
-    tag, p, lines = start(flowlaunch, master, *([] if keyed else ["--insecure"]))
-    lines.wait("MESH UP", N, 30)
+    midway = tmp_path / "midway"  # the run waits midway until the fuzzing is done
+    tag, p, lines = start(flowlaunch, master, *([] if keyed else ["--insecure"]),
+                          mid_gate=str(midway))
+    lines.wait("MIDWAY", N, 60)
     pids = rank_pids(tag)
     # one inbox per rank (the rendezvous is closing: the stranger tests attack it)
     ports = {port for _ip, port in listening(list(pids.values()))} - {master}
     assert len(ports) == N, ports
     _fuzz(ports, run_key(pids[0]) if keyed else None, seed, n=40)
+    midway.touch()
     err = lines.rest(60)  # no hang: it ends either way
     out = "".join(lines.seen)
     assert "Traceback" not in out + err, (out + err)[-3000:]

@@ -1,9 +1,10 @@
 """Every socket of an SPMD run is CURVE-authenticated with the run's key (loopback).
 
-``flowlaunch --nproc-per-node 3`` runs a paced all-reduce (``scripts/paced_all_reduce.py``,
-ring path: the data crosses the mesh's sockets).  A stranger finds the ports the ranks'
-processes listen on, in both phases of a run: while ranks meet (rank 0's rendezvous; the
-last rank joins only after the attack) and while they compute (every rank's mesh inbox).
+``flowlaunch --nproc-per-node 3`` runs a gated all-reduce (``scripts/paced_all_reduce.py``,
+ring path: the data crosses the mesh's sockets; it pauses midway until the test is done).
+A stranger finds the ports the ranks' processes listen on, in both phases of a run: while
+ranks meet (rank 0's rendezvous; the last rank joins only after the attack) and while they
+compute (every rank's mesh inbox).
 It asks the rendezvous for its store, sends garbage, raw bytes, and well-formed forgeries
 (a rank's all-reduce contribution for a later round).  With the run's key none of it
 reaches a decoder: the run ends with exit 0 and exactly numpy's numbers.  The
@@ -49,14 +50,14 @@ def _forged_contribution(seq: int, src: int) -> list[bytes]:
 
 def _later_rounds() -> list[list[bytes]]:
     # collective #1 is the setup's barrier, then two all-reduces a round: the small one of
-    # round i is #2 + 2i; the second half of the rounds has not run yet when this arrives
+    # round i is #2 + 2i; the run is paused before the second half of the rounds
     return [_forged_contribution(2 + 2 * i, 1) for i in range(ROUNDS // 2, ROUNDS)]
 
 
 def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch, tmp_path):
     port = free_port("127.0.0.1")
-    gate = tmp_path / "join"
-    tag, p, lines = start(flowlaunch, port, gate=str(gate))
+    gate, midway = tmp_path / "join", tmp_path / "midway"
+    tag, p, lines = start(flowlaunch, port, gate=str(gate), mid_gate=str(midway))
     # phase 1: the ranks meet; the last one waits for the gate, so rank 0's rendezvous is open
     _wait_listening(tag, port)
     assert ask_for_results(port, wait=0.4) == []  # no key: no answer at all
@@ -69,8 +70,8 @@ def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch, tmp_path
     raw_bytes(port, [os.urandom(8), b"\xff" * 64])
     assert port in {p for _ip, p in listening(tagged_pids(tag))}, "attacked too late"
     gate.touch()  # the last rank joins
-    # phase 2: every rank's mesh inbox, while the all-reduces run
-    lines.wait("MESH UP", N, 30)
+    # phase 2: every rank's mesh inbox, while the run is paused inside a round
+    lines.wait("MIDWAY", N, 60)
     pids = rank_pids(tag)
     where = listening(list(pids.values()))
     assert len(where) >= N and {ip for ip, _p in where} == {"127.0.0.1"}, where
@@ -78,6 +79,7 @@ def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch, tmp_path
         for kind in (zmq.PUSH, zmq.DEALER):
             inject(target, [*_later_rounds(), [b"\xc1junk"], [os.urandom(16)]], kind)
         raw_bytes(target, [os.urandom(8), os.urandom(4096)])
+    midway.touch()
     err = lines.rest(60)
     assert p.returncode == 0, err[-3000:]
     res = results(lines)
@@ -87,15 +89,20 @@ def test_a_stranger_cannot_reach_the_rendezvous_or_the_mesh(flowlaunch, tmp_path
     assert "malformed" not in err and "Traceback" not in err, err[-3000:]
 
 
-def test_insecure_lets_the_same_stranger_change_the_numbers(flowlaunch):
+def test_insecure_lets_the_same_stranger_change_the_numbers(flowlaunch, tmp_path):
     """The control: with --insecure the run still works (and warns), the garbage is dropped
-    and logged, but the forged contribution is taken as rank 1's: rank 0 computes wrong."""
+    and logged, but the forged contribution is taken as rank 1's: rank 0 computes wrong.
+    The junk goes after the forgeries on one connection, so its logged drop shows rank 0
+    read (and kept) every forgery before the run goes on."""
     port = free_port("127.0.0.1")
-    tag, p, lines = start(flowlaunch, port, "--insecure")
-    lines.wait("MESH UP", N, 30)
+    midway = tmp_path / "midway"
+    tag, p, lines = start(flowlaunch, port, "--insecure", mid_gate=str(midway))
+    lines.wait("MIDWAY", N, 60)
     target = {p for _ip, p in listening([rank_pids(tag)[0]])} - {port}  # the rendezvous
     assert len(target) == 1, target  # closes once the ranks met: it may still be listed
     inject(target.pop(), [*_later_rounds(), [b"\xc1junk"]], zmq.PUSH)
+    lines.wait("[rank 0] collective inbox of rank 0", 1, 60)  # the junk's drop, logged
+    midway.touch()
     err = lines.rest(60)
     assert p.returncode == 0, err[-3000:]
     assert "warning: --insecure" in err
@@ -107,12 +114,13 @@ def test_insecure_lets_the_same_stranger_change_the_numbers(flowlaunch):
                      r"malformed message from peer \? dropped", out), out[-3000:]
 
 
-def test_a_key_holder_sending_garbage_fails_the_run_naming_it(flowlaunch):
+def test_a_key_holder_sending_garbage_fails_the_run_naming_it(flowlaunch, tmp_path):
     """An authenticated peer (it read the run's key file) that sends a malformed message:
     the receiving rank fails at once with an error naming the message and its sender."""
     port = free_port("127.0.0.1")
-    tag, p, lines = start(flowlaunch, port)
-    lines.wait("MESH UP", N, 30)
+    midway = tmp_path / "midway"
+    tag, p, lines = start(flowlaunch, port, mid_gate=str(midway))
+    lines.wait("MIDWAY", N, 60)
     pid0 = rank_pids(tag)[0]
     key = run_key(pid0)
     (target,) = {p for _ip, p in listening([pid0])} - {port}  # rank 0's inbox
@@ -124,6 +132,8 @@ def test_a_key_holder_sending_garbage_fails_the_run_naming_it(flowlaunch):
     s.send_multipart(codec.encode(MESH, [1, "not a collective's key"]))
     s.close()
     ctx.term()
+    lines.wait("[rank 0] FAILED", 1, 60)  # rank 0 fails inside the paused round
+    midway.touch()
     err = lines.rest(60)
     assert p.returncode != 0
     failed = [s for s in lines.seen if s.startswith("[rank 0] FAILED")]

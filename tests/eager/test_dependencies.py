@@ -1,11 +1,13 @@
 """The scheduler orders instructions by their reads and writes of blob objects, across
 streams: a write, then reads, then a write, then a read of one blob, with the writes on
-one stream and the reads on another, each step slow enough that a missing dependency
-would let the next one start early."""
+one stream and the reads on another.  Order is read from a log of starts and ends (no
+clock).  The first write holds until the test has issued everything (so issuing returns
+before any of it ran), then keeps a window open in which a broken scheduler would start
+the read that must follow it (the window ends at once if that read starts)."""
 
 from __future__ import annotations
 
-import time
+import threading
 
 import numpy as np
 import pytest
@@ -17,78 +19,89 @@ from actorflow.eager import (
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU
 from actorflow.errors import RegistryError
-from tests.eager.steps import Step
+from tests.eager.steps import WINDOW, Log, Step
 
 
 def test_write_reads_write_read_across_two_streams(vm):
     blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
-    log: dict[str, tuple[float, float, str]] = {}
+    log, issued = Log(), threading.Event()
     seen: dict[str, float] = {}
+    labels: dict[str, str] = {}
+    held: list[bool] = []
+    log.started["r1"] = threading.Event()
 
-    def step(name: str, secs: float, value: float | None = None):
+    def step(name: str, value: float | None = None, hold: bool = False):
         def run(host):
-            t0 = time.monotonic()
+            log.mark("start", name)
+            labels[name] = host.label
+            if hold:
+                held.append(issued.wait(30))  # issuing returned before this step ran
+                log.started["r1"].wait(WINDOW)  # r1 must not start meanwhile
             if value is None:
                 seen[name] = float(blob.array[0])
-            time.sleep(secs)
-            if value is not None:
+            else:
                 blob.array[0] = value
-            log[name] = (t0, time.monotonic(), host.label)
+            log.mark("end", name)
         return run
 
     b = InstructionsBuilder(vm)
-    b.call("test.side.step", CPU, "w1", step("w1", 0.15, 1.0), [], [blob])
-    b.call("test.main.step", CPU, "r1", step("r1", 0.15), [blob], [])
-    b.call("test.main.step", CPU, "r2", step("r2", 0.0), [blob], [])
-    b.call("test.side.step", CPU, "w2", step("w2", 0.0, 2.0), [], [blob])
-    b.call("test.main.step", CPU, "r3", step("r3", 0.0), [blob], [])
-    t = time.monotonic()
+    b.call("test.side.step", CPU, "w1", step("w1", 1.0, hold=True), [], [blob])
+    b.call("test.main.step", CPU, "r1", step("r1"), [blob], [])
+    b.call("test.main.step", CPU, "r2", step("r2"), [blob], [])
+    b.call("test.side.step", CPU, "w2", step("w2", 2.0), [], [blob])
+    b.call("test.main.step", CPU, "r3", step("r3"), [blob], [])
     b.submit()
-    assert time.monotonic() - t < 0.1  # issuing returned before the slow steps ran
-    vm.sync(timeout=10)
-    assert log["w1"][1] <= log["r1"][0] and log["w1"][1] <= log["r2"][0]  # read after write
-    assert log["r1"][1] <= log["w2"][0] and log["r2"][1] <= log["w2"][0]  # write after read
-    assert log["w2"][1] <= log["r3"][0]  # read after the second write
+    issued.set()
+    vm.sync(timeout=30)
+    assert held == [True]
+    assert log.before("w1", "r1") and log.before("w1", "r2")  # read after write
+    assert log.before("r1", "w2") and log.before("r2", "w2")  # write after read
+    assert log.before("w2", "r3")  # read after the second write
     assert seen == {"r1": 1.0, "r2": 1.0, "r3": 2.0}
-    assert {log[n][2] for n in ("w1", "w2")} == {"test.side:0"}
-    assert {log[n][2] for n in ("r1", "r2", "r3")} == {"cpu.compute:0"}
+    assert {labels[n] for n in ("w1", "w2")} == {"test.side:0"}
+    assert {labels[n] for n in ("r1", "r2", "r3")} == {"cpu.compute:0"}
 
 
 def test_write_after_write_across_streams_keeps_the_last_value(vm):
     blob = vm.core.Blob((1,), "float64", CPU, np.zeros(1))
+    issued, fast_started = threading.Event(), threading.Event()
 
-    def put(value, secs):
-        def run(host):
-            time.sleep(secs)
-            blob.array[0] = value
-        return run
+    def first(host):
+        assert issued.wait(30)
+        fast_started.wait(WINDOW)  # the second write must not start meanwhile
+        blob.array[0] = 1.0
+
+    def second(host):
+        fast_started.set()
+        blob.array[0] = 2.0
 
     b = InstructionsBuilder(vm)
-    b.call("test.side.step", CPU, "slow", put(1.0, 0.2), [], [blob])
-    b.call("test.main.step", CPU, "fast", put(2.0, 0.0), [], [blob])
+    b.call("test.side.step", CPU, "slow", first, [], [blob])
+    b.call("test.main.step", CPU, "fast", second, [], [blob])
     b.submit()
-    vm.sync(timeout=10)
+    issued.set()
+    vm.sync(timeout=30)
     assert blob.array[0] == 2.0
 
 
 def test_independent_streams_overlap(vm):
-    """No shared blob, no order: the two streams run at the same time."""
+    """No shared blob, no order: the two streams run at the same time (each step waits at
+    a barrier for the other, which only works if both run at once)."""
     a, c = vm.core.Blob((1,), "float64", CPU), vm.core.Blob((1,), "float64", CPU)
-    spans = {}
+    both = threading.Barrier(2)
+    met: dict[str, int] = {}
 
-    def nap(name):
+    def meet(name):
         def run(host):
-            t0 = time.monotonic()
-            time.sleep(0.2)
-            spans[name] = (t0, time.monotonic())
+            met[name] = both.wait(30)
         return run
 
     b = InstructionsBuilder(vm)
-    b.call("test.side.step", CPU, "x", nap("x"), [], [a])
-    b.call("test.main.step", CPU, "y", nap("y"), [], [c])
+    b.call("test.side.step", CPU, "x", meet("x"), [], [a])
+    b.call("test.main.step", CPU, "y", meet("y"), [], [c])
     b.submit()
-    vm.sync(timeout=10)
-    assert spans["x"][0] < spans["y"][1] and spans["y"][0] < spans["x"][1]
+    vm.sync(timeout=60)
+    assert sorted(met.values()) == [0, 1]
 
 
 def test_unknown_names_list_the_known_ones(vm):

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +55,6 @@ class Result:
     returncode: int
     stdout: str
     stderr: str
-    seconds: float
 
 
 class Launcher:
@@ -84,7 +82,6 @@ class Launcher:
 
     def run(self, *args: str, timeout: float = 60.0, env: dict | None = None,
             cwd: str | None = None, prefix: list[str] | None = None) -> Result:
-        t0 = time.monotonic()
         _tag, p = self.start(*args, env=env, cwd=cwd, prefix=prefix)
         try:
             out, err = p.communicate(timeout=timeout)
@@ -92,7 +89,7 @@ class Launcher:
             os.killpg(p.pid, signal.SIGKILL)
             out, err = p.communicate()
             pytest.fail(f"flowlaunch {' '.join(map(str, args))} hung for {timeout}s:\n{err}")
-        return Result(p.returncode, out, err, time.monotonic() - t0)
+        return Result(p.returncode, out, err)
 
     def cleanup(self) -> list[int]:
         left = []

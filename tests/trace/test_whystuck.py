@@ -3,6 +3,8 @@ why-stuck names the actor and the regst it waits for."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -87,9 +89,10 @@ def test_idle_session_waiting_for_the_client_is_not_a_stall():
     plan = fed_chain()
     with af.Session(plan, stall_timeout=0.2, timeout=10) as s:
         out = s.run({"x": np.ones(4, np.float32)})
-        import time
-
-        time.sleep(0.8)  # nothing fed: idle, not stuck
+        deadline = time.monotonic() + 30  # nothing fed: the watchdog judges it idle, twice
+        while s.diagnostics.idle_checks < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert s.diagnostics.idle_checks >= 2 and s.diagnostics.stall is None
         out2 = s.run({"x": -np.ones(4, np.float32)})
     assert out.tolist() == [1, 1, 1, 1] and out2.tolist() == [0, 0, 0, 0]
 

@@ -3,9 +3,10 @@
     python machine_proc.py SUBPLAN_FILE MACHINE_ID UNIT RUN_ID OUT_NPZ
 
 Line protocol with the test (JSON lines): prints {"addr", "pid"}; reads {machine: addr};
-prints {"started", "unit_pids"}; reads "go"; starts the sources it hosts; waits until its
-actors exited; saves output pieces to OUT_NPZ as "<output>_<piece>"; prints {"done"}.
-Errors go to stderr with exit code 1.  No control plane: the test is the coordinator.
+prints {"started", "unit_pids"}; reads "go"; starts the sources it hosts; prints
+{"delivered": 0} at its first output piece; waits until its actors exited; saves output
+pieces to OUT_NPZ as "<output>_<piece>"; prints {"done"}.  Errors go
+to stderr with exit code 1.  No control plane: the test is the coordinator.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def main() -> int:
 
     def deliver(task, piece, arrays):
         if task is not None:
+            if not outs:  # the run is under way (a test waits for this before a kill)
+                print(json.dumps({"delivered": piece}), flush=True)
             outs[f"{task.attrs['output_name']}_{piece}"] = next(iter(arrays.values()))
 
     node = MachineNode(plan, int(mid), unit=unit, run_id=run_id, on_deliver=deliver)

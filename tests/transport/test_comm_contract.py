@@ -7,7 +7,6 @@ and ``send_frames`` put arbitrary bytes on the wire), so no test needs a raw soc
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -100,9 +99,7 @@ def test_router_and_dealer_answer_requests(scheme):
 
 
 def test_recv_times_out_with_none_and_push_cannot_receive(inbox):
-    t0 = time.monotonic()
     assert inbox.recv(0.05) is None
-    assert time.monotonic() - t0 < 2.0
     out = connect(inbox.address)
     try:
         with pytest.raises(TransportError, match="'push' comm cannot receive"):

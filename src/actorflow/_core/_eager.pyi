@@ -43,6 +43,7 @@ class Instruction:
     started: bool
     done: bool
     fusable: bool
+    waited: bool
     def __init__(self, itype: Any, stream: Any, name: str, operand: Any, reads: Any,
                  writes: Any, where: Any) -> None: ...
     def describe(self) -> str: ...

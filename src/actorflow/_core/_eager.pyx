@@ -20,6 +20,7 @@ Imports nothing of actorflow (the arrows): the Python side hands in what it must
 cimport cython
 from cpython.object cimport PyObject, PyObject_Call
 from cpython.ref cimport Py_DECREF
+from cpython.object cimport PyTypeObject
 
 import threading
 import traceback
@@ -51,9 +52,15 @@ cdef extern from "Python.h":
     ctypedef struct PyFrameObject:
         pass
     PyFrameObject *PyEval_GetFrame()
-    PyObject *PyFrame_GetBack(PyFrameObject *f)
-    object PyFrame_GetCode(PyFrameObject *f)
     int PyFrame_GetLasti(PyFrameObject *f)
+
+cdef extern from *:
+    """
+    static PyObject *af_frame_code(PyFrameObject *f) { return (PyObject *)PyFrame_GetCode(f); }
+    static PyObject *af_frame_back(PyFrameObject *f) { return (PyObject *)PyFrame_GetBack(f); }
+    """
+    object af_frame_code(PyFrameObject *f)
+    PyObject *af_frame_back(PyFrameObject *f)
 
 NAME = "native"
 
@@ -91,6 +98,8 @@ def configure(meta_of, caller_where, act_record, inside=None, pkg_dir=None):
         _inside, _pkg_dir = inside, pkg_dir
 
 
+@cython.no_gc
+@cython.freelist(64)
 cdef class Where:
     """Where the user issued an op: code object + bytecode offset, formatted as
     file:line only when read (the compiled twin of ``eager.tensor.Where``)."""
@@ -132,7 +141,7 @@ cdef object where_here():
     cdef object hold = None  # keeps the frame we stand on alive
     cdef Where w
     while f is not NULL:
-        code = PyFrame_GetCode(f)
+        code = af_frame_code(f)
         known = _inside.get(code)
         if known is None:
             if len(_inside) > 10_000:
@@ -143,7 +152,7 @@ cdef object where_here():
             w.code = code
             w.lasti = PyFrame_GetLasti(f)
             return w
-        back = PyFrame_GetBack(f)
+        back = af_frame_back(f)
         if back is NULL:
             return None
         hold = <object>back
@@ -157,6 +166,7 @@ def caller_where():
     return where_here()
 
 
+@cython.no_gc_clear  # its dealloc hands _blob to _vm; both must still be there
 cdef class TensorBase:
     """The data slots of an eager local tensor; when it dies its blob goes back to the VM
     (``vm.release``: queued, released in batches), without a Python ``__del__``."""
@@ -183,7 +193,10 @@ def set_issue_hook(fn):
 
 
 # -- records ---------------------------------------------------------------------------------
+@cython.no_gc  # (never in a cycle once its producer finished: keeps the GC off the hot path)
 @cython.freelist(256)
+@cython.no_gc_clear  # a tensor dying in the same garbage cycle still reads its blob's
+# device and size in its own dealloc (vm.release): the collector must not None them first
 cdef class Blob:
     """A tensor's data and its dependency bookkeeping (see ``eager/blob.py``)."""
 
@@ -194,6 +207,7 @@ cdef class Blob:
     cdef public int prune_at
     cdef public bint dead
     cdef public long nreads  # reads ever issued (an instruction's, or a fused step's)
+    cdef long chain_reads, last_step  # reads by steps of its own (fused) instruction
 
     def __init__(self, shape, dtype, device, array=None, nbytes=None, meta=None):
         global _next_blob
@@ -231,7 +245,7 @@ cdef class Instruction:
     cdef public object itype, stream, name, operand, where, error, deps
     cdef public list reads, writes
     cdef public long long id
-    cdef public bint dispatched, started, done, fusable
+    cdef public bint dispatched, started, done, fusable, waited
     cdef Instruction next_
 
     def __init__(self, itype, stream, name, operand, reads, writes, where):
@@ -251,12 +265,14 @@ cdef class Instruction:
         return f"<{self.describe()}{' done' if self.done else ''}>"
 
 
+@cython.no_gc  # (its instruction drops it when done, breaking blob -> producer -> step)
 @cython.freelist(256)
 cdef class Step:
     """One op of a compute instruction (see ``eager/chain.py``)."""
 
     cdef public object name, where, kernel, ufunc, form, ins, outs, attrs, scalar
-    cdef public list reads, writes
+    cdef public tuple reads, writes  # (tuples: untracked by the GC once it saw them)
+    cdef object fn  # the element-wise function (None: looked up on the stream by name)
     cdef int fcode
     cdef public bint unsafe  # pass casting="unsafe" (the output's dtype needs it)
 
@@ -269,7 +285,8 @@ cdef class Step:
             self.fcode = _FORMS[self.form]
             if self.fcode >= 3:
                 self.scalar = attrs["scalar"]
-        self.ins, self.outs, self.attrs, self.reads, self.writes = ins, outs, attrs, reads, writes
+        self.ins, self.outs, self.attrs = ins, outs, attrs
+        self.reads, self.writes = tuple(reads), tuple(writes)
 
     @property
     def cast(self):
@@ -437,7 +454,11 @@ cdef class StreamRt:
                 if not ready:
                     af_wake_wait(&self.wk, &self.count, 0.5)
                 pthread_mutex_unlock(af_wake_mu(&self.wk))
-                pthread_mutex_lock(self.run_mu)
+            # the GIL first, then the run lock: a thread that waits for this work (it holds
+            # the GIL) runs it itself meanwhile (help_until), with no hand-off
+            if pthread_mutex_trylock(self.run_mu) != 0:
+                with nogil:
+                    pthread_mutex_lock(self.run_mu)
             try:
                 self._drain()
                 if self.stopping and self.count == 0:
@@ -510,7 +531,7 @@ cdef class StreamRt:
         instr.reads = instr.writes = _NONE
         instr.deps = _EMPTY
         instr.done = True
-        if self.vm.waiters:
+        if instr.waited:  # a thread waits for this one (set under the VM's cv)
             self.vm.on_done(instr)
 
     def join(self, timeout):
@@ -526,34 +547,22 @@ class _Poisoned(Exception):
 _KEYWORD_OUT = frozenset({"maximum", "minimum"})  # numpy deprecates a positional out there
 
 
-cdef inline bint _reusable(Blob b, Instruction instr, dict last_read, Py_ssize_t i):
-    """Nothing can read ``b`` after step ``i`` (see ``eager/chain.py``)."""
-    if not b.dead or b.array is None or b.producer is not instr:
-        return False
-    return last_read[id(b)] == (i, b.nreads)
+cdef inline bint _reusable(Blob b, Instruction instr, Py_ssize_t i):
+    """Nothing can read ``b`` after step ``i``: its tensor died, the chain made it, every
+    read of it ever issued is one of the chain's, and step ``i`` is the last of them
+    (``eager/chain.py``; here counted at fusion time instead of per run)."""
+    return b.dead and b.array is not None and b.producer is instr \
+        and b.nreads == b.chain_reads and b.last_step == i
 
 
 cdef void run_steps(Instruction instr, StreamRt host) except *:
     cdef list steps = instr.operand
     cdef Py_ssize_t n = len(steps), i
-    cdef dict last_read = None
-    cdef Step st
-    cdef Blob b
-    if n == 1:
-        _run(instr, <Step>steps[0], host, None, 0)
-        return
-    last_read = {}
     for i in range(n):
-        st = steps[i]
-        for b in st.reads:
-            k = id(b)
-            prev = last_read.get(k)
-            last_read[k] = (i, 1 if prev is None else (<tuple>prev)[1] + 1)
-    for i in range(n):
-        _run(instr, <Step>steps[i], host, last_read, i)
+        _run(instr, <Step>steps[i], host, n > 1, i)
 
 
-cdef void _run(Instruction instr, Step st, StreamRt host, dict last_read,
+cdef void _run(Instruction instr, Step st, StreamRt host, bint chain,
                Py_ssize_t i) except *:
     cdef Blob b, out
     cdef dict in_arrays, out_arrays
@@ -570,9 +579,9 @@ cdef void _run(Instruction instr, Step st, StreamRt host, dict last_read,
             fc = st.fcode
             a1 = (<Blob>st.reads[1]).array if fc == 2 else None
             arr = None
-            if last_read is not None:
+            if chain:
                 for b in st.reads:
-                    if b.meta is out.meta and _reusable(b, instr, last_read, i):
+                    if b.meta is out.meta and _reusable(b, instr, i):
                         arr = b.array
                         b.array = None
                         host.freed += b.nbytes
@@ -583,9 +592,11 @@ cdef void _run(Instruction instr, Step st, StreamRt host, dict last_read,
             out.array = arr
             host.allocated += out.nbytes
             host.allocs += 1
-            f = host.ufuncs.get(st.ufunc)
+            f = st.fn
             if f is None:
-                f = host.ufuncs[st.ufunc] = getattr(host.xp, st.ufunc)
+                f = host.ufuncs.get(st.ufunc)
+                if f is None:
+                    f = host.ufuncs[st.ufunc] = getattr(host.xp, st.ufunc)
             if fc == 2:
                 if st.ufunc in _KEYWORD_OUT:
                     if st.unsafe:
@@ -635,7 +646,7 @@ cdef class VMState:
 
     cdef public object vm
     cdef public long long issued, ops, release_bytes
-    cdef public bint fuse
+    cdef public bint fuse, closed  # (closed: mirrored by the VM's ``closed`` setter)
     cdef public object releases  # the VM's deque of blobs whose tensors died
 
     def __init__(self, vm, releases, bint fuse):
@@ -685,9 +696,13 @@ cdef class VMState:
                 return None
         if not chained or not s.fuse_into(t, step):
             return None
+        n = len(t.operand) - 1  # this step's index in the chain
         for b in step.reads:
             if b.last_writer is not t:
                 t.reads.append(b)
+            elif b.producer is t:
+                b.chain_reads += 1
+                b.last_step = n
             b.readers.append(t)
             b.nreads += 1
         for b in step.writes:
@@ -701,7 +716,7 @@ cdef class VMState:
         """One op step: fused into the stream's last instruction, or an instruction."""
         cdef Instruction instr = None
         cdef Blob b
-        if self.vm.closed:
+        if self.closed:
             self.vm.submit([])  # raises, naming why
         self.ops += 1
         if self.fuse and type(stream) is StreamRt:
@@ -727,7 +742,7 @@ cdef class VMState:
 
     def release(self, Blob blob):
         """The last tensor of ``blob`` died: queue it (batched into release instructions)."""
-        if self.vm.closed:
+        if self.closed:
             return
         blob.dead = True
         self.releases.append(blob)
@@ -746,8 +761,9 @@ cdef class IssuePlan:
 
     cdef public object vm, expr, attrs, kernel, ufunc, itype, stream, wrap
     cdef public tuple in_names, outs
-    cdef VMState state
+    cdef public VMState state
     cdef int fcode
+    cdef object fn  # the element-wise function, from the stream's array module
 
     def __init__(self, vm, expr, in_names, attrs, outs, itype, stream, wrap, ufunc=None):
         self.vm, self.expr, self.in_names, self.attrs, self.outs = vm, expr, in_names, attrs, outs
@@ -755,36 +771,44 @@ cdef class IssuePlan:
         self.itype, self.stream, self.wrap = itype, stream, wrap
         self.state = vm.state
         self.fcode = _FORMS[self.ufunc[1]] if self.ufunc is not None else -1
+        self.fn = getattr(stream.xp, self.ufunc[0]) if self.ufunc is not None \
+            and type(stream) is StreamRt else None
 
     def run(self, tensors, attrs=None, where=None):
         return self._run(tensors, self.attrs if attrs is None else attrs,
                          where if where is not None else where_here(), _NOSCALAR)
 
     cdef object _run(self, object tensors, object attrs, object where, object scalar):
-        cdef dict ins = {}
+        cdef dict ins = None, outs = None
         cdef list reads = [], writes = []
-        cdef dict outs = {}
         cdef Blob b
         cdef Py_ssize_t k = 0
+        cdef bint generic = self.fcode < 0
+        if generic:
+            ins, outs = {}, {}
         for t in tensors:
-            b = t._blob
-            ins[self.in_names[k]] = b
+            b = (<TensorBase>t)._blob if isinstance(t, TensorBase) else t._blob
+            if generic:
+                ins[self.in_names[k]] = b
             reads.append(b)
             k += 1
         for name, m in self.outs:
             b = _new_blob(m)
-            outs[name] = b
+            if generic:
+                outs[name] = b
             writes.append(b)
         cdef Step st = Step.__new__(Step)
         st.name = self.expr.op_type
         st.where = where
         st.kernel = self.kernel
         st.fcode = self.fcode
-        if self.fcode >= 0:
+        if not generic:
             st.ufunc, st.form, st.unsafe = self.ufunc
+            st.fn = self.fn
             if self.fcode >= 3:
                 st.scalar = attrs["scalar"] if scalar is _NOSCALAR else scalar
-        st.ins, st.outs, st.attrs, st.reads, st.writes = ins, outs, attrs, reads, writes
+        st.ins, st.outs, st.attrs = ins, outs, attrs
+        st.reads, st.writes = tuple(reads), tuple(writes)
         self.state.submit_step(self.itype, self.stream, st)
         vm = self.vm
         cls = _tensor_type
@@ -794,9 +818,15 @@ cdef class IssuePlan:
 
 
 cdef inline object _wrap(object cls, object blob, object vm):
-    t = cls.__new__(cls)
-    t._blob = blob
-    t._vm = vm
+    cdef TensorBase tb
+    t = (<PyTypeObject *>cls).tp_new(cls, <PyObject *>_EMPTY, NULL)
+    if isinstance(t, TensorBase):
+        tb = t
+        tb._blob = blob
+        tb._vm = vm
+    else:
+        t._blob = blob
+        t._vm = vm
     return t
 
 
@@ -858,7 +888,7 @@ cdef class FastCall:
             return self._slow(key, args, kwargs)
         plan = found
         iplan = plan.iplan
-        if iplan.vm.closed:
+        if (iplan.state.closed if type(iplan) is IssuePlan else iplan.vm.closed):
             return self._slow(key, args, kwargs)
         ts = [args[p] if type(p) is int else kwargs[p] for p in plan.positions]
         attrs = iplan.attrs

@@ -458,10 +458,20 @@ cdef class RingOutlet:
         is full; ``WaitTimeout`` naming the ring and its reader after ``timeout`` s."""
         self._check()
         cdef Py_ssize_t n = self._count(records.shape[0])
+        if n == 0:
+            return
+        cdef const unsigned char *p = &records[0]
+        # the common case first: room now, no clock and no GIL hand-off
+        cdef int64_t m = ring_outlet_push(&self.c, p, <uint32_t>n)
+        if m == n:
+            return
+        if m < 0:
+            raise RingError(f"ring {self.c.index} of segment {self.seg.name} holds impossible "
+                            f"counters (its reader, {_who(ring_outlet_consumer_pid(&self.c))}, "
+                            "corrupted it)")
         cdef int64_t deadline = _deadline(timeout)
         cdef int64_t until
-        cdef uint32_t done = 0, sent = 0
-        cdef const unsigned char *p = &records[0] if n else NULL
+        cdef uint32_t done = <uint32_t>m, sent = 0
         cdef uint32_t rb = self.c.ring.record_bytes
         cdef int e
         while done < n:

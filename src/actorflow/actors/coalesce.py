@@ -29,12 +29,14 @@ MAX_BYTES = 1 << 20  # blob bytes in one batch
 
 
 class PeerBatch:
-    """The actor messages waiting for one peer comm."""
+    """The actor messages waiting for one peer comm (sent through ``native``, the compiled
+    core's libzmq driver, when given: actors/native_sockets.py)."""
 
-    __slots__ = ("arrays", "comm", "heads", "nbytes")
+    __slots__ = ("arrays", "comm", "heads", "native", "nbytes")
 
-    def __init__(self, comm: Comm) -> None:
+    def __init__(self, comm: Comm, native: Any = None) -> None:
         self.comm = comm
+        self.native = native
         self.heads: list[list] = []
         self.arrays: list[tuple[str, Any]] = []
         self.nbytes = 0
@@ -51,7 +53,12 @@ class PeerBatch:
 
     def send(self) -> None:
         heads = self.heads
-        if len(heads) == 1:  # a lone message (low load, ping-pong) goes as the plain MSG
+        if self.native is not None:
+            if len(heads) == 1:
+                self.native.send(self.comm, codec.encode(uw.MSG, heads[0][0], self.arrays))
+            else:
+                self.native.send(self.comm, codec.encode(uw.BATCH, heads, self.arrays))
+        elif len(heads) == 1:  # a lone message (low load, ping-pong) goes as the plain MSG
             if self.arrays:
                 self.comm.send(uw.MSG, heads[0][0], self.arrays)
             else:

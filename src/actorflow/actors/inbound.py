@@ -79,7 +79,7 @@ class Inbound:
         if not isinstance(body, list) or len(body) != 10:
             return f"header is {type(body).__name__} of {_len(body)} fields, expected 10"
         t, src, dst, desc, slot, piece, seq, mid, name, _payload = body
-        if t not in (READY, ACK, EORD, CMD) or isinstance(t, bool):
+        if type(t) is not int or t not in (READY, ACK, EORD, CMD):  # not 1.0, not True
             return f"message type {t!r:.20}"
         if not all(_is_int(v) for v in (src, dst, desc, slot, piece, seq)) or not _is_int(mid, 0):
             return "ids, slot, piece, seq and msg id must be 64-bit integers"
@@ -88,7 +88,7 @@ class Inbound:
         if t == CMD:
             if src != CLIENT or name not in _CMDS:
                 return f"command {name!r:.20} from task {src}"
-            return self._frames(metas, frames, None) if metas else None
+            return self._frames(metas, frames, None, 0) if metas else None
         if src not in self.routing:
             return f"sender task {src} is not in the plan"
         d = self.descs.get(desc)
@@ -108,12 +108,13 @@ class Inbound:
         return None
 
     def _frames(self, metas: Any, frames: list, buffers: list | None,
-                slot: int = 0) -> str | None:
+                slot: int) -> str | None:
         if not isinstance(metas, list) or len(metas) != len(frames):
             return f"header lists {_len(metas)} blobs, {len(frames)} frames arrived"
         target = buffers[slot] if buffers is not None else None
-        if buffers is not None and {m[0] if isinstance(m, list) and m else None
-                                    for m in metas} != set(target or {}):
+        if target is not None and sorted(  # each of the buffer's blobs, once
+                str(m[0]) if isinstance(m, list) and m else "" for m in metas) != sorted(
+                target):
             return "blob names differ from the receive buffer's"
         for m, f in zip(metas, frames):
             if not (isinstance(m, list) and len(m) == 3 and isinstance(m[0], str)
@@ -124,7 +125,7 @@ class Inbound:
                 dt = np.dtype(m[1])
             except (TypeError, ValueError, SyntaxError):
                 return f"blob '{m[0]}' has dtype {m[1]!r:.20}"
-            if dt.hasobject or dt.kind not in "biufc":
+            if dt.kind not in "biufc":  # (no objects: those are kind O, or V when nested)
                 return f"blob '{m[0]}' has non-numeric dtype {m[1]!r:.20}"
             size = dt.itemsize
             for s in m[2]:

@@ -32,7 +32,7 @@ from actorflow.actors import unit_wire as uw
 from actorflow.actors.landing import land
 from actorflow.actors.memory import shm_blobs
 from actorflow.actors.process_unit import CONFIG_VERSION
-from actorflow.actors.procstate import is_stopped
+from actorflow.actors.procstate import frozen_after, is_stopped
 from actorflow.actors.routing import Router, compose_address
 from actorflow.errors import (
     ActorflowError,
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from actorflow.actors.node import MachineNode
 
 _ERROR_GRACE = 1.0  # s to wait for a unit's ERROR message after it exited with code 1
-FROZEN_AFTER = 1.0  # s a unit process may stay stopped (SIGSTOP) before the node fails
+FROZEN_AFTER = frozen_after()  # s a unit may stay stopped (SIGSTOP) before the node fails
 
 
 class ProcessHosting:

@@ -23,12 +23,14 @@ from typing import Any
 
 import msgpack
 
+from actorflow.actors import native_sockets
 from actorflow.actors import unit_wire as uw
 from actorflow.actors.coalesce import land_batch
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.inbound import Inbound
 from actorflow.actors.landing import land
 from actorflow.actors.memory import SharedDeviceAllocator, ShmAllocator
+from actorflow.actors.native_sockets import NativeSender
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_loop import run_unit
@@ -80,8 +82,10 @@ class ProcessUnit:
         rt.pin_copy_buffers()
         unit_addrs = {(int(m), int(t)): a for m, t, a in cfg["unit_addrs"]}
         # messages to peer units go in one BATCH per peer per loop turn (actors/coalesce.py)
+        # other machines: through the compiled core's libzmq driver when it runs
+        self.native = NativeSender() if native_sockets.unavailable() is None else None
         self.router = Router(mid, view.routing, self.outbox, rt.memory, {}, unit_addrs,
-                             coalesce=True)
+                             coalesce=True, native=self.native)
         rt.remote_send = self.router.send
         rt.coalesced = self.router
         self.unit = next(iter(rt.units.values())) if rt.units else None

@@ -7,7 +7,20 @@ the launcher over its ranks) use this to name a frozen process as the cause of a
 
 from __future__ import annotations
 
+import os
+
 STOPPED = ("T", "t")  # stopped by a signal / by a tracer
+FROZEN_ENV = "ACTORFLOW_FROZEN_AFTER"
+
+
+def frozen_after(default: float = 1.0) -> float:
+    """Seconds a process may stay stopped before a watcher fails the run and blames it
+    (``ACTORFLOW_FROZEN_AFTER``; tests set it to order this check against a watchdog)."""
+    try:
+        value = float(os.environ.get(FROZEN_ENV, "") or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
 
 
 def proc_state(pid: int) -> str | None:

@@ -8,6 +8,10 @@ frames; inside a machine only slot numbers travel.  It sends through the transpo
 actors of one unit never get here (the unit keeps them local).  With ``coalesce=True`` (a
 process unit) messages to other unit processes wait in a per-peer ``PeerBatch`` until the
 unit loop calls ``flush()`` (actors/coalesce.py); messages to a node always go at once.
+``links`` replaces the batch of a peer unit of this machine by one of the same shape that
+goes another way than a socket (the rings between unit processes); ``native``
+sends the actor messages that use sockets through the compiled core's libzmq driver
+(actors/native_sockets.py: a regst's frames without a copy, the GIL released in waits).
 """
 
 from __future__ import annotations
@@ -57,7 +61,8 @@ class Router:
                  outbox: Outbox, memory: Mapping[int, list[dict]],
                  machine_addrs: Mapping[int, str] | None = None,
                  unit_addrs: Mapping[tuple[int, int], str] | None = None,
-                 coalesce: bool = False) -> None:
+                 coalesce: bool = False, links: Mapping[str, Any] | None = None,
+                 native: Any = None) -> None:
         self.machine_id = machine_id
         self.routing = dict(routing)
         self.outbox = outbox
@@ -67,10 +72,11 @@ class Router:
         self.unit_addrs: dict[tuple[int, int], str] = dict(unit_addrs or {})
         self._cache: dict[int, tuple[str, bool]] = {}
         # dst task -> (comm, crosses machines, its batch or None): one dict hit per send
-        self._fast: dict[int, tuple[Comm, bool, PeerBatch | None]] = {}
+        self._fast: dict[int, tuple[Comm | None, bool, Any]] = {}
         self.coalesce = coalesce
-        self._batches: dict[str, PeerBatch] = {}  # peer unit address -> its batch
-        self._waiting: list[PeerBatch] = []  # batches holding messages, in first-use order
+        self.native = native
+        self._batches: dict[str, Any] = dict(links or {})  # peer unit address -> its batch
+        self._waiting: list[Any] = []  # batches holding messages, in first-use order
         self.set_machine_addrs(machine_addrs or {})
 
     def set_machine_addrs(self, addrs: Mapping[int, str]) -> None:
@@ -123,7 +129,11 @@ class Router:
         comm, remote, batch = fast
         if not remote or msg.type != READY:
             if batch is None:
-                comm.send_head(codec.encode_head(uw.MSG, msg.header()))
+                assert comm is not None  # only a ring link has no comm (and has a batch)
+                if self.native is not None:
+                    self.native.send(comm, [codec.encode_head(uw.MSG, msg.header())])
+                else:
+                    comm.send_head(codec.encode_head(uw.MSG, msg.header()))
                 return
             if not batch.heads:
                 self._waiting.append(batch)
@@ -135,28 +145,35 @@ class Router:
             raise ProtocolError(f"machine {self.machine_id}: READY for regst desc "
                                 f"{msg.regst_desc_id} which has no memory here")
         if batch is None:
-            comm.send(uw.MSG, msg.header(), slots[msg.slot].items())
+            assert comm is not None
+            if self.native is not None:
+                self.native.send(comm, codec.encode(uw.MSG, msg.header(),
+                                                    slots[msg.slot].items()))
+            else:
+                comm.send(uw.MSG, msg.header(), slots[msg.slot].items())
             return
         if not batch.heads:
             self._waiting.append(batch)
         if batch.add(msg.header(), list(slots[msg.slot].items())):
             self._send_batch(batch)
 
-    def _route(self, dst: int) -> tuple[Comm, bool, PeerBatch | None]:
+    def _route(self, dst: int) -> tuple[Comm | None, bool, Any]:
         addr, remote = self.where(dst)
+        if self.coalesce and addr in self._batches and not remote:
+            return None, remote, self._batches[addr]  # a ring link (or a batch made before)
         comm = self.outbox.comm(addr)
         if not self.coalesce or addr not in self._peer_units():
             return comm, remote, None
         batch = self._batches.get(addr)
         if batch is None:
-            batch = self._batches[addr] = PeerBatch(comm)
+            batch = self._batches[addr] = PeerBatch(comm, self.native)
         return comm, remote, batch
 
     def _peer_units(self) -> set[str]:
         """Addresses of unit processes (they understand BATCH; a node's listener does not)."""
         return {*self.unit_addrs.values(), *self.remote_units.values()}
 
-    def _send_batch(self, batch: PeerBatch) -> None:
+    def _send_batch(self, batch: Any) -> None:
         self._waiting.remove(batch)
         batch.send()
 

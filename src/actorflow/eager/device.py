@@ -53,7 +53,8 @@ def as_device(spec: Any) -> Device:
                          f"{type(spec).__name__}")
     kind, sep, idx = spec.strip().partition(":")
     if kind not in DEVICE_TYPES:
-        raise UsageError(f"unknown device type '{kind}' in device {spec!r}; known: "
+        raise UsageError(f"Expected one of cpu, cuda device type at start of device string: "
+                         f"{kind} (unknown device type '{kind}' in device {spec!r}); known: "
                          f"{', '.join(DEVICE_TYPES)}")
     try:
         index = int(idx) if sep else 0

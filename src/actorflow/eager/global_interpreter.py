@@ -51,7 +51,8 @@ class EagerGlobalInterpreter:
         axis = boxing.split_axis(code)
         if axis is not None and axis >= x.ndim:
             raise UsageError(f"to_global(): sbp {sbp!r} does not fit a local tensor of shape "
-                             f"{x.shape}")
+                             f"{x.shape}: Split axis out of range (expected to be in range of "
+                             f"[0, {x.ndim}), but got {axis}!)")
         meta = {"placement": [placement.device_type, list(ranks)], "sbp": code,
                 "dtype": str(x.dtype), "ndim": x.ndim}
         if axis is None:
@@ -114,6 +115,11 @@ class EagerGlobalInterpreter:
         if placement.device_type != x.placement.device_type:
             raise UsageError(f"to_global(): moving a global tensor from {x.placement!r} to "
                              f"{placement!r} changes device type, which is not supported")
+        axis = boxing.split_axis(sbp.code)
+        if axis is not None and axis >= x.ndim:
+            raise UsageError(f"to_global(): sbp {sbp!r} does not fit a global tensor of shape "
+                             f"{x.shape}: Split axis out of range (expected to be in range of "
+                             f"[0, {x.ndim}), but got {axis}!)")
         return self._rebox(x, placement, sbp)
 
     def _rebox(self, x: GlobalTensor, placement: Any, sbp: Any) -> Any:
@@ -129,8 +135,10 @@ class EagerGlobalInterpreter:
     def apply(self, expr: Any, inputs: dict[str, Any], attrs: dict[str, Any]) -> Any:
         placements = {t.placement for t in inputs.values()}
         if len(placements) != 1:
-            raise UsageError(f"op '{expr.op_type}': its global inputs are on different "
-                             f"placements ({', '.join(map(repr, placements))}); move them to "
+            raise UsageError(f"op '{expr.op_type}': Expected all tensors to be on the same "
+                             "placement, but found at least two placements: its global inputs "
+                             "are on different placements "
+                             f"({', '.join(map(repr, placements))}); move them to "
                              "one with .to_global(placement=...) first")
         placement = placements.pop()
         descs = expr.opdef.infer_checked(

@@ -74,7 +74,7 @@ class Instruction:
     """One unit of work for the VM; ``done`` flips once its stream finished it."""
 
     __slots__ = ("deps", "dispatched", "done", "error", "fusable", "id", "itype", "name",
-                 "operand", "reads", "started", "stream", "where", "writes")
+                 "operand", "reads", "started", "stream", "waited", "where", "writes")
 
     def __init__(self, itype: InstructionType, stream: StreamRt, name: str, operand: Any,
                  reads: list[BlobObject], writes: list[BlobObject],
@@ -92,6 +92,7 @@ class Instruction:
         self.dispatched = False
         self.started = False  # a stream took it from its FIFO (nothing joins it after that)
         self.fusable = itype.fusable
+        self.waited = False  # a thread waits for it (the VM's cv is notified when done)
         self.done = False
         self.error: Exception | None = None
 

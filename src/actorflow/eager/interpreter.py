@@ -166,4 +166,5 @@ def _ufunc(ufunc: Any, ins: list[Any], attrs: dict[str, Any], outs: tuple,
 def _mixed_devices(op_type: str, inputs: dict[str, Any]) -> UsageError:
     where = ", ".join(f"{k} on {t.device}" for k, t in inputs.items())
     return UsageError(f"op '{op_type}': its input tensors are on different devices ({where}); "
-                      "move them to one device with .to(device) first")
+                      "move them to one device with .to(device) first (Expected all tensors "
+                      "to be on the same device, but found at least two devices)")

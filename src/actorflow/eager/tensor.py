@@ -188,9 +188,9 @@ class LocalTensor(_Base):
     def _value(self, blob: BlobObject, timeout: float | None) -> np.ndarray:
         vm = self._vm
         vm.flush_releases()
-        if blob.producer is not None:
-            vm.wait(blob.producer, f"the value of a tensor {blob.shape} {blob.dtype} on "
-                                   f"{self._blob.device}", timeout)
+        if blob.producer is not None and not blob.producer.done:
+            vm.wait(blob.producer, lambda: f"the value of a tensor {blob.shape} {blob.dtype} "
+                                           f"on {self._blob.device}", timeout)
         vm.raise_failures()
         if blob.error is not None:
             raise _not_computed(blob.error)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from actorflow.eager.blob import BlobObject
@@ -68,7 +69,7 @@ class VirtualMachine:
         self.issued = 0  # instructions (a fused chain is one)
         self.ops = 0  # op steps (the same whether or not they fused)
         self.host_allocated = self.host_allocs = 0  # blobs made from host data at the call
-        self.closed = False
+        self._closed = False
         self.closed_reason = "it was shut down (af.eager.shutdown() or interpreter exit)"
         self.forked = False  # this is a forked child's copy of its parent's VM
         self.recorder: Any = None
@@ -82,6 +83,17 @@ class VirtualMachine:
             self.submit_step = st.submit_step  # type: ignore[method-assign]
             self.release = st.release  # type: ignore[method-assign]
         self._sched_on_done = self.scheduler.on_done if self.scheduler.wants_done else None
+
+    @property
+    def closed(self) -> bool:
+        """No more work is taken (shut down, or this is a forked child's copy)."""
+        return self._closed
+
+    @closed.setter
+    def closed(self, on: bool) -> None:
+        self._closed = on
+        if self.state is not None:
+            self.state.closed = on
 
     @property
     def fuse(self) -> bool:
@@ -197,8 +209,9 @@ class VirtualMachine:
                 self.lock.release()
 
     def flush_releases(self) -> None:
-        with self.lock:
-            self._flush_releases()
+        if self._releases:
+            with self.lock:
+                self._flush_releases()
 
     def _flush_releases(self) -> None:  # under self.lock
         if not self._releases:
@@ -238,6 +251,7 @@ class VirtualMachine:
         ``at_most`` seconds."""
         with self.cv:
             self.waiters += 1
+            instr.waited = True  # (a compiled stream notifies only for waited instructions)
             try:
                 if at_most is not None:
                     if not instr.done:
@@ -248,8 +262,8 @@ class VirtualMachine:
             finally:
                 self.waiters -= 1
 
-    def wait(self, instr: Instruction, what: str, timeout: float | None = None,
-             help: bool = True) -> None:
+    def wait(self, instr: Instruction, what: str | Callable[[], str],
+             timeout: float | None = None, help: bool = True) -> None:
         """Block until ``instr`` is done.  Without an explicit ``timeout`` the waiting
         thread first runs the stream's queued instructions itself if its worker is idle
         (``StreamRt.help_until``): a round trip then needs no thread hand-off.  With one,
@@ -267,10 +281,13 @@ class VirtualMachine:
         deadline = time.monotonic() + limit
         with self.cv:
             self.waiters += 1
+            instr.waited = True
             try:
                 while not instr.done:
                     left = deadline - time.monotonic()
                     if left <= 0:
+                        if callable(what):  # said only when it is needed
+                            what = what()
                         cur = instr.stream.current
                         busy = f"; the stream is at {cur.describe()}" if (
                             cur is not None and cur is not instr and not cur.done) else ""

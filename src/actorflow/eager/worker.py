@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from actorflow.eager.vm import VirtualMachine
 
 POLL_S = 0.0002  # how often an idle worker polls an asynchronous stream for completions
+IDLE_WAIT = 0.5  # s an idle worker sleeps before it looks again (a lost wake-up's cost)
 _NONE: list = []  # shared empty list for finished instructions (never appended to)
 
 
@@ -89,7 +90,7 @@ class StreamRt:
                 with cv:
                     self.sleeping = True  # set before the last look (see put)
                     while not dq:
-                        cv.wait(0.5)
+                        cv.wait(IDLE_WAIT)
                         # an issuer clears the flag when it wakes us; re-arm before the next
                         # look, as a helping waiter may have drained the FIFO meanwhile
                         self.sleeping = True

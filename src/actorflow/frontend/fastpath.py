@@ -52,6 +52,18 @@ class Direct:
         return self.expr({k: kw[p] for k, p in self.inputs.items()}, attrs)
 
 
+class Pick:
+    """An implementation that chooses one of several ``Direct`` forms from the bound
+    arguments (e.g. by rank); the choice may read only what the key holds (tensor shapes,
+    dtypes and devices, non-float values), so a cached plan stays right."""
+
+    def __init__(self, choose: Callable[[dict[str, Any]], Direct]) -> None:
+        self.choose = choose
+
+    def __call__(self, **kw: Any) -> Any:
+        return self.choose(kw)(**kw)
+
+
 def remember(op: Any, key: Any, sig: Any, fn: Any, args: tuple, kwargs: dict[str, Any],
              bound: dict[str, Any], tensor_type: type, plan_for: Callable[..., Any],
              make: Callable[..., Any]) -> None:
@@ -60,6 +72,8 @@ def remember(op: Any, key: Any, sig: Any, fn: Any, args: tuple, kwargs: dict[str
     every input an eager local tensor, every float argument a per-call scalar, at most
     one scalar.  ``plan_for(expr, tensors, attrs)`` gives the issue plan; ``make`` is the
     core's ``FastPlan``."""
+    if isinstance(fn, Pick):
+        fn = fn.choose(bound)
     if key is None or not isinstance(fn, Direct) or len(op._fast) >= PLAN_LIMIT \
             or len(fn.scalars) > 1:
         return
@@ -105,4 +119,4 @@ def _converter(type_name: str) -> Any:
     return _CONVERTERS[type_name]
 
 
-__all__ = ["Direct", "remember"]
+__all__ = ["Direct", "Pick", "remember"]

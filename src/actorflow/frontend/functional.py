@@ -17,7 +17,7 @@ from actorflow.errors import AutogradError, CompileError, DimensionError, UsageE
 from actorflow.frontend import dispatch
 from actorflow.frontend.dispatch import interpreter_for
 from actorflow.frontend.dispatch import op_expr as E
-from actorflow.frontend.fastpath import Direct
+from actorflow.frontend.fastpath import Direct, Pick
 from actorflow.frontend.namespace import ALIASES, attach_method
 from actorflow.frontend.placement import Placement
 from actorflow.frontend.sbp import SbpParallel, as_sbp, broadcast, partial_sum
@@ -77,15 +77,17 @@ def _finalize(bound: dict) -> dict:
     tensors = [v for v in bound.values() if is_tensor(v)]
     tensors += [x for v in bound.values() if isinstance(v, list) for x in v if is_tensor(x)]
     interp = interpreter_for(tensors)
+    return {k: _fix(v, interp, tensors) for k, v in bound.items()}
 
-    def fix(v: Any) -> Any:
-        if isinstance(v, ArrayArg):
-            return interp.constant_like(v.value, tensors)
-        if isinstance(v, list):
-            return [fix(x) for x in v]
-        return v
 
-    return {k: fix(v) for k, v in bound.items()}
+def _fix(v: Any, interp: Any, tensors: list[Any]) -> Any:
+    """A module-level function, not a recursive closure: a closure calling itself is a
+    reference cycle that would keep the call's tensors alive until the next collection."""
+    if isinstance(v, ArrayArg):
+        return interp.constant_like(v.value, tensors)
+    if isinstance(v, list):
+        return [_fix(x, interp, tensors) for x in v]
+    return v
 
 
 def define(name: str, overloads: list[tuple[str, Callable[..., Any]]], doc: str = "",
@@ -188,11 +190,8 @@ _matmul_nd = Direct(_E_BMM, {"a": "a", "b": "b"},
                     {"transpose_a": "transpose_a", "transpose_b": "transpose_b"})
 
 
-def _matmul(a: Tensor, b: Tensor, transpose_a: bool = False,
-            transpose_b: bool = False) -> Tensor:
-    """2-D: ``matmul``; a rank > 2 operand: ``batch_matmul`` (batch axes broadcast)."""
-    fn = _matmul_nd if a.ndim > 2 or b.ndim > 2 else _matmul_2d
-    return fn(a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b)
+# 2-D: ``matmul``; a rank > 2 operand: ``batch_matmul`` (batch axes broadcast)
+_matmul = Pick(lambda kw: _matmul_nd if kw["a"].ndim > 2 or kw["b"].ndim > 2 else _matmul_2d)
 
 
 matmul = define("matmul", [

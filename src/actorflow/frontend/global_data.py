@@ -97,8 +97,9 @@ def _check_on_comm_stream(g: Any, placement: Placement, host: np.ndarray, code: 
     vm.wait(instr, f"the consistency check of {what} (a collective: does every rank create "
                    "this tensor?)")
     vm.raise_failures()
-    if got.get("problem"):
-        raise ConsistencyError(got["problem"])
+    if got.get("problem"):  # OneFlow's words first, then which ranks and how
+        raise ConsistencyError(f"Each rank must have same input sequence or numpy array: "
+                               f"{got['problem']}")
 
 
 __all__ = ["data_check_default", "global_from_data"]

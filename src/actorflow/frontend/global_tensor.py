@@ -18,6 +18,7 @@ import numpy as np
 
 from actorflow.eager.global_interpreter import EagerGlobalInterpreter
 from actorflow.eager.global_tensor import GlobalTensor
+from actorflow.frontend import functional as F
 from actorflow.frontend.dispatch import register_interpreter
 from actorflow.frontend.eager_tensor import EAGER_LOCAL
 from actorflow.frontend.sbp import NdSbp, as_sbp, from_code
@@ -31,7 +32,7 @@ class EagerGlobalTensor(TensorMethods, GlobalTensor):
 
     __slots__ = ("_ag",)
 
-    def _swap_data(self, other: EagerGlobalTensor) -> None:
+    def _swap_data(self, other: Any) -> None:
         """Take ``other``'s value (its local part); ``other`` gets this one's."""
         if (other.placement, other.sbp) != (self.placement, self.sbp):
             other = other.to_global(self.placement, self.sbp)
@@ -55,7 +56,8 @@ class EagerGlobalTensor(TensorMethods, GlobalTensor):
         return GlobalTensor.to_local(self)
 
     def to_global(self, placement: Any = None, sbp: Any = None) -> Any:
-        return EAGER_GLOBAL.to_global(self, placement, None if sbp is None else as_sbp(sbp))
+        # through the functional op, so autograd records it (to_global has a gradient rule)
+        return F.to_global(self, placement, None if sbp is None else as_sbp(sbp))
 
 
 def _sbp_of(code: str) -> Any:

@@ -41,6 +41,13 @@ def _cast(dtype: str, name: str) -> Any:
     return method
 
 
+def _dtype_or_none(value: Any) -> Any:
+    try:
+        return as_dtype(value)
+    except TypeError:
+        return None
+
+
 class OneFlowTensorAPI(metaclass=TensorMeta):
     """The methods OneFlow's ``Tensor`` has that are not functional ops of their own."""
 
@@ -93,6 +100,25 @@ class OneFlowTensorAPI(metaclass=TensorMeta):
     def tolist(self) -> Any:
         """The values as nested Python lists (waits, like ``numpy()``)."""
         return self.numpy().tolist()  # type: ignore[attr-defined]
+
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        """``x.to(device)``, ``x.to(dtype)``, ``x.to(device, dtype)`` (or ``device=``/``dtype=``),
+        as OneFlow's: a copy to the device (the tensor's own ``to``) and/or a cast."""
+        dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+        if kwargs:
+            from actorflow.errors import ArgumentTypeError
+
+            raise ArgumentTypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            d = _dtype_or_none(a)
+            if d is not None:
+                dtype = d
+            else:
+                device = a
+        t = self
+        if device is not None:
+            t = super().to(device)  # type: ignore[misc]
+        return t if dtype is None or t.dtype == as_dtype(dtype) else t.cast(dtype)  # type: ignore[attr-defined]
 
     def to_local(self) -> Any:
         """A local tensor is its own local part (OneFlow raises here; see docs/oneflow.md)."""

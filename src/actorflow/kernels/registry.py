@@ -72,8 +72,8 @@ class OpDef:
             )
         try:
             return self.infer(ins, attrs)
-        except OpError as e:
-            raise OpError(f"op '{op_name}' ({self.op_type}): {e}") from e
+        except OpError as e:  # the same class (a DimensionError stays an IndexError)
+            raise type(e)(f"op '{op_name}' ({self.op_type}): {e}") from e
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise OpError(
                 f"op '{op_name}' ({self.op_type}): bad attrs or inputs "

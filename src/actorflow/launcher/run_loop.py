@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from actorflow.actors.procstate import is_stopped
+from actorflow.actors.procstate import frozen_after, is_stopped
 from actorflow.launcher.monitor import Monitor
 from actorflow.launcher.report import failure_table, headline, root_cause
 from actorflow.launcher.sink import OutputSink
 from actorflow.launcher.stall_root import DUMP_GRACE, STALL_KINDS, awaiting_dumps, merged_root
 from actorflow.launcher.supervisor import Child, Supervisor
 
-FROZEN_AFTER = 1.0  # s a child may stay stopped before the run is failed and it blamed
+FROZEN_AFTER = frozen_after()  # s a child may stay stopped before the run fails, blaming it
 
 
 class RunLoop:

@@ -66,6 +66,7 @@ class Diagnostics:
         self.dumps: list[Path] = []
         self.last_states: list[dict] | None = None  # what the last dump held
         self.stall: StuckReport | None = None
+        self.idle_checks = 0  # times the watchdog found the run idle (waiting for the client)
         self._states: StatesFn | None = None
         self._fail: FailFn | None = None
         self._stop = threading.Event()
@@ -156,6 +157,7 @@ class Diagnostics:
             report = analyze(states, self.tasks, elsewhere=self.elsewhere)
             if not report.pending:
                 since = now  # idle, waiting for the client: not a stall
+                self.idle_checks += 1
                 continue
             if report.remote and now - since < 2 * self.stall_timeout:
                 continue  # the root is on another machine: let its watchdog speak first

@@ -16,7 +16,7 @@ def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
         pass
     for i in range(1, min(len(a), len(b)) + 1):  # OneFlow's wording, from the last axis
         if a[-i] != b[-i] and 1 not in (a[-i], b[-i]):
-            raise OpError(f"shapes {a} and {b} cannot be broadcast together: the size of "
+            raise OpError(f"shapes {a} and {b} cannot be broadcast together: The size of "
                           f"tensor a ({a[-i]}) must match the size of tensor b ({b[-i]}) at "
                           f"non-singleton dimension {max(len(a), len(b)) - i}")
     raise OpError(f"shapes {a} and {b} cannot be broadcast together")

@@ -58,6 +58,9 @@ BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divid
 def _binary_infer(op_type: str) -> InferFn:
     def infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
         a, b = ins["a"], ins["b"]
+        if op_type == "sub" and a.dtype == b.dtype == "bool":
+            raise OpError("subtraction of two bool tensors is not supported (as in torch and "
+                          "numpy); use logical_xor, or cast one to an integer dtype first")
         dtype = dt.binary(a.dtype, len(a.shape), b.dtype, len(b.shape))
         if op_type in ("div", "pow"):  # true division; pow of two tensors (OneFlow)
             dtype = dt.floating(dtype)

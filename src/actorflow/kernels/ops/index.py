@@ -65,10 +65,27 @@ def _whole_axes(shape: tuple[int, ...], attrs: Attrs) -> list[int]:
             and int(attrs["end"][i]) == n and int(step[i]) == 1]
 
 
+def _grad_piece_attrs(a: Attrs, piece: tuple[int, ...]) -> dict[str, Any]:
+    """strided_slice_grad on a piece: only whole axes are split, and there the slice ends
+    at the piece's size, which is the piece's output size."""
+    whole = set(_whole_axes(tuple(int(s) for s in a["shape"]), a))
+    end = [piece[i] if i in whole else int(e) for i, e in enumerate(a["end"])]
+    return {**a, "end": end, "shape": list(piece)}
+
+
+def _slice_piece_attrs(a: Attrs, piece: tuple[int, ...]) -> dict[str, Any]:
+    """strided_slice on a piece (``piece``: its output's): a slice starting at 0 with step
+    1 ends at the output's size, split axis or not."""
+    step = a.get("step") or [1] * len(piece)
+    end = [n if int(a["begin"][i]) == 0 and int(step[i]) == 1 else int(a["end"][i])
+           for i, n in enumerate(piece)]
+    return {**a, "end": end}
+
+
 register_sbp("strided_slice", lambda ins, out, a: [
-    ({"in": f"S{i}"}, f"S{i}") for i in _whole_axes(ins["in"], a)])
+    ({"in": f"S{i}"}, f"S{i}") for i in _whole_axes(ins["in"], a)], _slice_piece_attrs)
 register_sbp("strided_slice_grad", lambda ins, out, a: [
-    ({"dy": f"S{i}"}, f"S{i}") for i in _whole_axes(tuple(a["shape"]), a)])
+    ({"dy": f"S{i}"}, f"S{i}") for i in _whole_axes(tuple(a["shape"]), a)], _grad_piece_attrs)
 register_grad("strided_slice", lambda F, ctx, dy: {"in": F.strided_slice_grad(
     dy, list(ctx.inputs["in"].shape), list(ctx.attrs["begin"]), list(ctx.attrs["end"]),
     list(ctx.attrs.get("step") or [1] * ctx.inputs["in"].ndim))})

@@ -19,7 +19,10 @@ def _reshape_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     shape = [int(x) for x in attrs["shape"]]
     total = math.prod(d.shape)
     if shape.count(-1) > 1:
-        raise OpError(f"shape {shape} has more than one -1")
+        raise OpError(f"shape {shape} has more than one -1: only one dimension can be inferred")
+    bad = [x for x in shape if x < -1]
+    if bad:
+        raise OpError(f"shape {shape}: Invalid shape dimension {bad[0]}")
     if -1 in shape:
         rest = math.prod(x for x in shape if x != -1)
         if rest == 0 or total % rest:
@@ -122,7 +125,7 @@ def _reduce_infer(ins: Blobs, attrs: Attrs, mean: bool = False) -> dict[str, Blo
     dtype = d.dtype
     if np.dtype(dtype).kind in "iub":
         if mean:  # OneFlow: "Can only calculate the mean of floating types."
-            raise OpError(f"can only calculate the mean of floating types, not {dtype}")
+            raise OpError(f"Can only calculate the mean of floating types, not {dtype}")
         dtype = "int64"  # sums of integers and bools are int64 (OneFlow, torch)
     return {"out": BlobDesc(tuple(shape), dtype)}
 
