@@ -3,6 +3,8 @@
 Every test fails if it leaves behind an actorflow thread, a child process, or a
 shared-memory segment whose name starts with ``actorflow``; the failure lists what leaked.
 ``flowlaunch`` runs the CLI as a subprocess and fails if any process of the run remains.
+``cuda_device`` is how a test says it needs a CUDA device: it sets ``ACTORFLOW_DEVICE``
+(``tests/device.py`` picks it) for that test and restores it afterwards.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 
 import pytest
 
+from tests.device import DEVICE
 from tests.launcher.helpers import Launcher
 
 
@@ -76,3 +79,12 @@ def flowlaunch():
     yield launcher
     left = launcher.cleanup()
     assert not left, f"processes of a flowlaunch run were left behind: {left}"
+
+
+@pytest.fixture
+def cuda_device(monkeypatch):
+    """``ACTORFLOW_DEVICE`` for a test that needs a CUDA device (the emulated one unless a
+    GPU with CuPy is here, or the caller chose); restored after the test.  Processes the
+    test starts inherit it."""
+    monkeypatch.setenv("ACTORFLOW_DEVICE", DEVICE)
+    return DEVICE

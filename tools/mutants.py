@@ -54,6 +54,7 @@ class Mutant:
 
     index: int
     line: int  # 1-based line of the segment's start
+    scope: str  # the enclosing class/function, e.g. "ActorState._progress" ("" at top level)
     start: int
     end: int
     text: str
@@ -72,7 +73,7 @@ def mutants(source: str) -> list[Mutant]:
         offsets.append(offsets[-1] + len(ln))
     found: list[Mutant] = []
     seen: set[tuple[int, int, str]] = set()
-    for node, new, what in _Walker().walk(tree):
+    for node, new, what, scope in _Walker().walk(tree):
         line = node.lineno
         if lines[line - 1].rstrip().endswith(NO_MUTATE):
             continue
@@ -85,7 +86,7 @@ def mutants(source: str) -> list[Mutant]:
         if key in seen or source[start:end] == text:
             continue
         seen.add(key)
-        m = Mutant(len(found), line, start, end, text, what)
+        m = Mutant(len(found), line, scope, start, end, text, what)
         try:
             compile(m.apply(source), "<mutant>", "exec")
         except SyntaxError:
@@ -100,20 +101,26 @@ def _offset(lines: list[str], offsets: list[int], lineno: int, col: int) -> int:
     return offsets[lineno - 1] + len(line.encode()[:col].decode(errors="replace"))
 
 
+Found = Iterator[tuple[ast.AST, "ast.AST | str", str, str]]
+
+
 class _Walker:
-    """Yields (node to replace, replacement node or text, description)."""
+    """Yields (node to replace, replacement node or text, description, scope)."""
 
-    def walk(self, tree: ast.AST) -> Iterator[tuple[ast.AST, ast.AST | str, str]]:
-        yield from self._visit(tree, skip=False)
+    def walk(self, tree: ast.AST) -> Found:
+        yield from self._visit(tree, skip=False, scope="")
 
-    def _visit(self, node: ast.AST, skip: bool) -> Iterator[tuple[ast.AST, ast.AST | str, str]]:
+    def _visit(self, node: ast.AST, skip: bool, scope: str) -> Found:
         if not skip:
-            yield from self._mutate(node)
+            for old, new, what in self._mutate(node):
+                yield old, new, what, scope
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scope = f"{scope}.{node.name}" if scope else node.name
         for field, value in ast.iter_fields(node):
             child_skip = skip or self._skip_field(node, field)
             for child in value if isinstance(value, list) else [value]:
                 if isinstance(child, ast.AST):
-                    yield from self._visit(child, child_skip or self._skip_node(child))
+                    yield from self._visit(child, child_skip or self._skip_node(child), scope)
 
     @staticmethod
     def _skip_field(node: ast.AST, field: str) -> bool:

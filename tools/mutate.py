@@ -51,6 +51,7 @@ TESTS: dict[str, list[str]] = {
     "protocol/state.py": _PROTOCOL,
     "protocol/kind_states.py": _PROTOCOL,
     "protocol/kinds.py": _PROTOCOL,
+    "protocol/kind_record.py": _PROTOCOL,
     "protocol/mainjob.py": _PROTOCOL,
     "protocol/rules.py": _PROTOCOL,
     "protocol/messages.py": _PROTOCOL,
@@ -83,6 +84,7 @@ TESTS: dict[str, list[str]] = {
 class Result:
     index: int
     line: int
+    scope: str
     what: str
     source_line: str
     mutated_line: str
@@ -112,18 +114,20 @@ class Report:
         return (c["killed"] + c["timeout"]) / judged if judged else 1.0
 
 
-def load_equivalent() -> dict[tuple[str, str, str], str]:
-    """``module | source line (stripped) | what | why`` per line of the equivalents file."""
-    out: dict[tuple[str, str, str], str] = {}
+def load_equivalent() -> dict[tuple[str, str, str, str], str]:
+    """``module | scope | source line (stripped) | what | why`` per line of the file."""
+    out: dict[tuple[str, str, str, str], str] = {}
     if not EQUIVALENT.exists():
         return out
     for raw in EQUIVALENT.read_text().splitlines():
         if not raw.strip() or raw.startswith("#"):
             continue
         parts = [p.strip() for p in raw.split(" | ")]
-        if len(parts) != 4:
-            raise SystemExit(f"{EQUIVALENT}: expected 'module | line | what | why': {raw!r}")
-        out[(parts[0], parts[1], parts[2])] = parts[3]
+        if len(parts) != 5:
+            raise SystemExit(f"{EQUIVALENT}: expected 'module | scope | line | what | why': "
+                             f"{raw!r}")
+        scope = "" if parts[1] == "-" else parts[1]
+        out[(parts[0], scope, parts[2], parts[3])] = parts[4]
     return out
 
 
@@ -204,7 +208,7 @@ def mutate_module(module: str, tests: list[str], *, budget: float, nice: int,
                 report.not_run += 1
                 continue
             before, after = describe(source, m)
-            why = equivalent.get((module, before, m.what))
+            why = equivalent.get((module, m.scope, before, m.what))
             box.write(module, m.apply(source))
             try:
                 outcome, took, first = run_tests(box, tests, limit, nice)
@@ -213,7 +217,7 @@ def mutate_module(module: str, tests: list[str], *, budget: float, nice: int,
             verdict = {"failed": "killed", "timeout": "timeout", "passed": "survived"}[outcome]
             if verdict == "survived" and why is not None:
                 verdict = "equivalent"
-            r = Result(m.index, m.line, m.what, before, after, verdict, round(took, 1),
+            r = Result(m.index, m.line, m.scope, m.what, before, after, verdict, round(took, 1),
                        why if verdict == "equivalent" else first)
             report.results.append(r)
             if verbose or verdict == "survived":
@@ -223,13 +227,16 @@ def mutate_module(module: str, tests: list[str], *, budget: float, nice: int,
     return report
 
 
-def run_seeded(nice: int) -> int:
-    """Plant each bug of ``seeded_bugs.SEEDED``, run its tests, say which test caught it."""
+def run_seeded(nice: int, modules: list[str]) -> int:
+    """Plant each bug of ``seeded_bugs.SEEDED`` (those in ``modules``, if any are named),
+    run its tests, say which test caught it."""
     box = Sandbox()
     missed = 0
     try:
         box.check_imported_here()
         for bug in SEEDED:
+            if modules and bug.module not in modules:
+                continue
             source = (PKG / bug.module).read_text()
             if source.count(bug.old) != 1:
                 print(f"STALE  {bug.name}: its line is not in {bug.module} exactly once")
@@ -258,7 +265,8 @@ def print_report(report: Report) -> None:
           f"{report.not_run} not run (budget), {report.total} mutants in all")
     for r in report.results:
         if r.outcome == "survived":
-            print(f"  SURVIVED #{r.index} line {r.line} ({r.what}): {r.source_line}")
+            print(f"  SURVIVED #{r.index} line {r.line} in {r.scope or '(module)'} ({r.what}): "
+                  f"{r.source_line}")
             print(f"           -> {r.mutated_line}")
 
 
@@ -284,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{mod}: {' '.join(tests)}")
         return 0
     if a.seeded:
-        return run_seeded(a.nice)
+        return run_seeded(a.nice, a.modules)
     modules = a.modules or list(TESTS)
     unknown = [m for m in modules if not (PKG / m).is_file()]
     if unknown:
@@ -293,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         for mod in modules:
             source = (PKG / mod).read_text()
             for m in mutants(source):
-                print(f"{mod} #{m.index} line {m.line} ({m.what}): {describe(source, m)[1]}")
+                print(f"{mod} #{m.index} line {m.line} in {m.scope or '(module)'} ({m.what}): "
+                      f"{describe(source, m)[1]}")
         return 0
     ids = {int(i) for i in a.ids.split(",")} if a.ids else None
     reports = []

@@ -95,34 +95,8 @@ def test_randn_by_region_equals_the_whole_tensor_sliced():
     assert abs(big.mean()) < 0.02 and abs(big.std() - 1) < 0.02  # 20,000 draws
 
 
-def _cuda_reason() -> str | None:
-    import importlib.util
-    import os
-
-    from actorflow.streams.stream import make_stream
-
-    if importlib.util.find_spec("cupy") is not None:
-        return None
-    old = os.environ.get("ACTORFLOW_DEVICE")
-    os.environ["ACTORFLOW_DEVICE"] = "emulated"
-    try:
-        make_stream("cuda:0")
-    except Exception as e:  # the stream layer says what is missing
-        return (f"no CUDA device: CuPy is not installed and actorflow.streams has no emulated "
-                f"CUDA device (ACTORFLOW_DEVICE=emulated): {type(e).__name__}: {e}")
-    finally:
-        if old is None:
-            os.environ.pop("ACTORFLOW_DEVICE", None)
-    return None
-
-
-CUDA_SKIP = _cuda_reason()
-
-
-@pytest.mark.skipif(CUDA_SKIP is not None, reason=CUDA_SKIP or "")
 @pytest.mark.timeout(90)
-def test_cuda_placement_puts_each_local_part_on_cuda_local_rank(flowlaunch, monkeypatch):
-    monkeypatch.setenv("ACTORFLOW_DEVICE", "emulated")
+def test_cuda_placement_puts_each_local_part_on_cuda_local_rank(flowlaunch, cuda_device):
     script = Path(__file__).parent / "scripts" / "global_cuda.py"
     r = flowlaunch.run("--nproc-per-node", "2", "--master-port", "0", str(script), timeout=80)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -19,6 +19,8 @@ RUNS = [pytest.param(("native", "inline"), id="native",
 @pytest.fixture(autouse=True, params=RUNS)
 def scheduler(request):
     core, sched = request.param
+    if "cuda_device" in request.fixturenames:  # set before the VM, restored after it
+        request.getfixturevalue("cuda_device")
     eager.shutdown(scheduler=sched, core=core)
     yield sched
     problems = eager.shutdown()

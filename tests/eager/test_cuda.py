@@ -1,12 +1,13 @@
 """CUDA tensors go through the same VM on the CUDA stream types (cuda.h2d, cuda.compute,
-cuda.d2h).  There is no GPU here: these tests run on CuPy where it is installed, or on the
-emulated CUDA device (an array module with CuPy's rules backed by numpy, selected by
-``ACTORFLOW_DEVICE=emulated``) once ``actorflow.streams`` provides it; otherwise they skip
-and say which device is missing."""
+cuda.d2h).  There is no GPU here: these tests run on CuPy where a GPU is, else on the
+emulated CUDA device (an array module with CuPy's rules backed by numpy), through the
+``cuda_device`` fixture, which sets ``ACTORFLOW_DEVICE`` for each test and restores it.
+Device results are compared with the CPU's within a GPU's rounding (it may reduce in
+another order), not bit for bit."""
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 
 import numpy as np
 import pytest
@@ -18,36 +19,24 @@ import actorflow.functional as F
 from actorflow.errors import ActorflowError, UsageError
 from tests.eager.test_oracle import programs, run
 
-
-def _cuda_reason() -> str | None:
-    """None if a CUDA stream can be made (CuPy or the emulated device), else why not."""
-    import os
-
-    from actorflow.streams.stream import make_stream
-
-    old = os.environ.get("ACTORFLOW_DEVICE")
-    if importlib.util.find_spec("cupy") is None:
-        os.environ["ACTORFLOW_DEVICE"] = "emulated"
-    try:
-        make_stream("cuda:0")
-    except Exception as e:  # the stream layer says what is missing
-        if old is None:
-            os.environ.pop("ACTORFLOW_DEVICE", None)
-        return (f"no CUDA device: CuPy is not installed and actorflow.streams has no emulated "
-                f"CUDA device yet (ACTORFLOW_DEVICE=emulated): {type(e).__name__}: {e}")
-    return None
+needs_cuda = pytest.mark.usefixtures("cuda_device")
 
 
-REASON = _cuda_reason()
-needs_cuda = pytest.mark.skipif(REASON is not None, reason=REASON or "")
-
-
-@pytest.mark.skipif(REASON is None or importlib.util.find_spec("cupy") is not None,
-                    reason="a CUDA device (CuPy, or the emulated one) is available here")
 def test_without_a_cuda_device_the_error_says_what_to_install(monkeypatch):
+    """ACTORFLOW_DEVICE unset means real GPUs through CuPy; with no CuPy importable (made
+    so here, whatever this machine has) a cuda tensor names what to install."""
+    from actorflow.streams import device
+
     monkeypatch.delenv("ACTORFLOW_DEVICE", raising=False)
-    with pytest.raises(ActorflowError, match="CuPy"):
-        af.tensor([1.0], device="cuda")
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy -> ImportError
+    device._backend.cache_clear()
+    try:
+        with pytest.raises(ActorflowError, match=r"needs CuPy, which is not installed: .*"
+                                                 r"pip install 'actorflow\[cuda1[23]\]'.*"
+                                                 r"ACTORFLOW_DEVICE=emulated"):
+            af.tensor([1.0], device="cuda")
+    finally:
+        device._backend.cache_clear()
 
 
 @needs_cuda
@@ -87,9 +76,9 @@ def test_release_and_counters_on_the_device():
 @settings(max_examples=6, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(programs(), st.integers(0, 2**31 - 1))
-def test_random_programs_on_the_device_agree_with_the_cpu_bit_for_bit(program, seed):
+def test_random_programs_on_the_device_agree_with_the_cpu(program, seed):
     """The oracle's programs, once on cuda:0 and once on cpu: the same kernels on either
-    array module give the same bits."""
+    array module agree within float32 rounding (a GPU reduces in another order)."""
     shapes, steps = program
     rng = np.random.default_rng(seed)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
@@ -97,4 +86,4 @@ def test_random_programs_on_the_device_agree_with_the_cpu_bit_for_bit(program, s
     on_dev = run(steps, [af.tensor(a, device="cuda") for a in inputs], api=True)
     assert all(str(t.device) == "cuda:0" for t in on_dev)
     for c, d in zip(on_cpu, on_dev):
-        np.testing.assert_array_equal(d.numpy(), c)
+        np.testing.assert_allclose(d.numpy(), c, rtol=2e-5, atol=1e-6)

@@ -3,33 +3,17 @@
 ``python -m pytest tests/gpu -q`` is the command a person with a GPU runs; here (no GPU,
 no CuPy) the same tests run on the emulated device, an array module with CuPy's rules
 backed by numpy.  ``ACTORFLOW_DEVICE`` set by the caller wins (``emulated`` forces the
-emulation on a GPU machine).  The session header names the device used.
+emulation on a GPU machine).  Every test here sets it through the ``cuda_device`` fixture,
+which restores it afterwards; the session header names the device used.
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
+from tests.device import DEVICE, EMULATED
 
-def _pick_device() -> str:
-    chosen = os.environ.get("ACTORFLOW_DEVICE")
-    if chosen:
-        return chosen
-    try:
-        import cupy
-
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            return "cuda"
-    except Exception:  # no CuPy, no driver, no device: the emulated device it is
-        pass
-    return "emulated"
-
-
-DEVICE = _pick_device()
-os.environ["ACTORFLOW_DEVICE"] = DEVICE  # worker and unit processes inherit it
-EMULATED = DEVICE == "emulated"
+__all__ = ["DEVICE", "EMULATED", "emulated_only"]
 
 
 def pytest_report_header(config) -> str:
@@ -37,8 +21,14 @@ def pytest_report_header(config) -> str:
     return f"actorflow GPU tests run on: {what} (ACTORFLOW_DEVICE={DEVICE})"
 
 
+@pytest.fixture(autouse=True)
+def _on_the_device(cuda_device):
+    """Every GPU test runs with ``ACTORFLOW_DEVICE`` set (and restored after it)."""
+    return cuda_device
+
+
 @pytest.fixture
-def xp():
+def xp(cuda_device):
     from actorflow.streams.device import device_backend
 
     return device_backend().xp

@@ -2,10 +2,14 @@
 
 The refusals are CuPy's (they run against CuPy too when a GPU is there); the tests marked
 ``emulated_only`` check the emulation itself: stricter scalar conversion, copies from
-pinned memory that really happen later on the stream's device thread, events.
+pinned memory that really happen later on the stream's device thread, events, operands
+and streams of another device refused (CUDA's rules), kernels computed on their stream's
+thread so a consumer that does not wait for the producer's event reads unfinished memory.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
@@ -120,3 +124,75 @@ def test_gpu_bench_runs_tiny_and_prints_its_table(capsys):
     out = capsys.readouterr().out
     assert "bench/gpu.py on " in out and ("EMULATED" in out or "CuPy" in out)
     assert "| job " in out and out.count("\n|") == 5  # header, rule, three rows
+
+
+@emulated_only
+def test_an_operand_on_another_device_is_refused(xp):
+    """A kernel reads and writes the current device's memory only (CuPy without peer
+    access); an explicit copy under the current device moves an array over."""
+    with xp.cuda.Device(1):
+        other = xp.asarray(HOST)
+    with xp.cuda.Device(0):
+        here = xp.asarray(HOST)
+        refused = r"array resides \(1\) is different from the current device \(0\)"
+        for kernel in (lambda: xp.add(here, other), lambda: here + other,
+                       lambda: other * 2, lambda: xp.concatenate([here, other]),
+                       lambda: xp.multiply(here, 2, out=other)):
+            with pytest.raises(ValueError, match=refused):
+                kernel()
+        moved = xp.asarray(other)  # a copy between devices
+        assert moved.device.id == 0 and other.device.id == 1
+        np.testing.assert_array_equal(xp.asnumpy(here + moved), HOST * 2)
+
+
+@emulated_only
+def test_a_kernel_under_another_device_than_its_streams_is_refused(xp):
+    with xp.cuda.Device(1):
+        stream = xp.cuda.Stream(non_blocking=True)
+        dev = xp.asarray(HOST)
+    try:
+        with xp.cuda.Device(0), stream:
+            with pytest.raises(xp.cuda.CUDARuntimeError,
+                               match=r"InvalidResourceHandle: .*stream of device 1 while "
+                                     r"device 0 is current"):
+                xp.zeros(3)
+        with xp.cuda.Device(1), stream:  # the stream's own device: fine
+            out = dev * 3
+            stream.synchronize()
+        np.testing.assert_array_equal(out.get(), HOST * 3)
+    finally:
+        stream.close()
+
+
+@emulated_only
+def test_kernels_run_on_their_streams_thread_and_a_consumer_must_wait_for_the_event(xp):
+    """Stream 1 is held at a gate before it computes y = exp(x): a kernel on stream 2 that
+    reads y without waiting for stream 1's event reads unfinished memory (poison); one
+    that waits for the event reads y.  Launching onto the held stream does not block."""
+    gate = threading.Event()
+    s1, s2 = xp.cuda.Stream(non_blocking=True), xp.cuda.Stream(non_blocking=True)
+    x = xp.asarray(HOST / 10)
+    try:
+        s1.launch_host_func(lambda _: gate.wait(30), None)  # stream 1 stalls here
+        with s1:
+            y = xp.exp(x)  # launched: returns at once, computed once the gate opens
+            done = s1.record()
+        assert not done.done
+        with s2:
+            early = y + 0  # no wait for stream 1: reads what y's memory holds now
+            early_done = s2.record()
+            s2.wait_event(done)
+            late = y + 0  # after the event: reads y
+            finished = s2.record()
+        early_done.synchronize()  # stream 2 computed `early` while stream 1 was held
+        assert not finished.done  # and now waits behind stream 1's event
+        gate.set()
+        finished.synchronize()
+        with s2:
+            got_early, got_late = early.get(stream=s2), late.get(stream=s2)
+        assert np.isnan(got_early).all()
+        np.testing.assert_allclose(got_late, np.exp(HOST / 10), rtol=1e-6)
+    finally:
+        gate.set()
+        s1.close()
+        s2.close()

@@ -4,19 +4,13 @@ and a GPU are here."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
 
 from actorflow import eager
 
-if importlib.util.find_spec("cupy") is None:
-    os.environ.setdefault("ACTORFLOW_DEVICE", "emulated")
-
 
 @pytest.fixture(autouse=True)
-def fresh_vm():
+def fresh_vm(cuda_device):  # a CUDA device for the tests that use one (set, then restored)
     eager.shutdown(scheduler="inline")
     yield
     problems = eager.shutdown()

@@ -11,7 +11,13 @@ import pytest
 
 from actorflow.errors import ProtocolError
 from actorflow.protocol.messages import Msg, cmd
-from actorflow.protocol.state import EXITED, RUNNING, ZOMBIE
+from actorflow.protocol.state import (
+    EXITED,
+    RUNNING,
+    ZOMBIE,
+    describe_states,
+    describe_wait,
+)
 from tests.protocol.by_hand import ack, actor, acts_of, eord, norm, ready
 
 
@@ -190,9 +196,10 @@ def test_ack_for_a_free_regst_is_a_protocol_error():
         normal().handle(ack(3, 2, 20, 0))
 
 
-def test_ack_for_a_slot_out_of_range_is_a_protocol_error():
-    with pytest.raises(ProtocolError, match="slot 5"):
-        normal(register_num=2).handle(ack(3, 2, 20, 5))
+@pytest.mark.parametrize("slot", [5, 2, -1])
+def test_ack_for_a_slot_out_of_range_is_a_protocol_error(slot):
+    with pytest.raises(ProtocolError, match=f"slot {slot} \\(not held by it\\)"):
+        normal(register_num=2).handle(ack(3, 2, 20, slot))
 
 
 def test_double_ack_is_a_protocol_error():
@@ -251,13 +258,18 @@ def test_consumed_desc_without_producer_is_rejected_at_construction():
 
 
 def test_message_ids_are_unique_per_actor():
-    a = normal(register_num=4, consumers=(3, 4))
+    """READY, ACK and EORD alike, over an actor's whole life, and across actors (the id
+    carries the task id in its upper half)."""
     ids = []
-    for piece in range(4):
-        for act in acts_of(a.handle(ready(1, 2, 10, piece, piece, piece))):
-            ids += [m.msg_id for m in a.act_done(act) if isinstance(m, Msg)]
-    assert len(ids) == 12 and len(set(ids)) == 12
-    assert all(m >> 32 == 2 for m in ids)
+    for task in (2, 3):
+        a = actor(task, produced=[(20 + task, 4, [7, 8])], consumed=[10],
+                  producer_of={10: 1})
+        for piece in range(4):
+            for act in acts_of(a.handle(ready(1, task, 10, piece, piece, piece))):
+                ids += [m.msg_id for m in a.act_done(act) if isinstance(m, Msg)]
+        ids += [m.msg_id for m in a.handle(eord(1, task, 10, 4)) if isinstance(m, Msg)]
+        assert all(m >> 32 == task for m in ids[-14:])
+    assert len(ids) == 28 and len(set(ids)) == 28  # 8 READY, 4 ACK, 2 EORD per actor
 
 
 def test_messages_round_trip_as_plain_lists_through_msgpack():
@@ -268,3 +280,54 @@ def test_messages_round_trip_as_plain_lists_through_msgpack():
     for m in [*a.act_done(act), cmd(2, "feed", 3)]:
         back = Msg.from_header(msgpack.unpackb(msgpack.packb(m.header())))
         assert back == m and hash(back) == hash(m) and repr(back) == repr(m)
+
+
+@pytest.mark.parametrize("seq", [0, -1])
+def test_a_second_eord_on_a_desc_is_a_protocol_error(seq):
+    a = normal(inputs=(10, 11), register_num=1)
+    a.handle(eord(1, 2, 10, 0))
+    with pytest.raises(ProtocolError, match="EORD on regst desc 10 overtook a READY"):
+        a.handle(eord(1, 2, 10, seq))  # the same EORD again, or one counted backwards
+
+
+def test_blocked_on_lists_what_each_input_and_output_holds():
+    a = normal(inputs=(10, 11, 12), register_num=2, consumers=(3, 4))
+    a.handle(ready(1, 2, 10, 0, 0, 0))
+    a.handle(ready(1, 2, 10, 1, 1, 1))
+    a.handle(eord(3, 2, 12, 0))
+    s = a.blocked_on()
+    assert s["inputs_empty"] == [11]  # 12 ended: it waits for nothing there
+    assert s["inputs_eord"] == [12]
+    assert s["queued"] == {10: 2}  # empty inputs are not listed
+    assert s["outputs_full"] == [] and s["outputs_held"] == []
+    b = normal(register_num=2, consumers=(3, 4))
+    for piece in range(2):
+        (act,) = acts_of(b.handle(ready(1, 2, 10, piece, piece, piece)))
+        b.act_done(act)
+    b.handle(ack(3, 2, 20, 0))
+    b.handle(ack(4, 2, 20, 0))
+    b.handle(ack(3, 2, 20, 1))
+    s = b.blocked_on()
+    assert s["outputs_held"] == [{"regst_desc_id": 20, "held_by": [4], "free": 1}]
+    assert s["outputs_full"] == [] and s["queued"] == {} and s["inputs_empty"] == [10]
+
+
+def test_describe_wait_and_describe_states_say_who_waits_for_whom():
+    a = normal(inputs=(10, 11), register_num=1, consumers=(3,))
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)) + a.handle(ready(2, 2, 11, 0, 0, 0)))
+    a.act_done(act)
+    s = a.blocked_on()
+    assert describe_wait(s) == ("waits for READY on regst descs [10, 11]; regst desc 20 has "
+                                "no free regst (held by tasks [3])")
+    idle = {**s, "inputs_empty": [], "outputs_full": []}
+    assert describe_wait(idle) == "idle"
+    line = describe_states([s, idle], limit=8)
+    assert line == (f"task 2 ({s['label']}, running): {describe_wait(s)}; "
+                    f"task 2 ({s['label']}, running): idle")
+    assert describe_states([idle] * 3, limit=2) == (
+        f"task 2 ({s['label']}, running): idle; task 2 ({s['label']}, running): idle"
+        " and 1 more")
+    assert describe_states([idle] * 2, limit=2).endswith("running): idle")  # no "more"
+    assert describe_states([]) == "no live actors"
+    assert describe_states([idle] * 8).count("idle") == 8  # the default limit is 8
+    assert describe_states([idle] * 9).endswith(" and 1 more")

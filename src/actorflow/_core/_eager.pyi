@@ -36,8 +36,8 @@ class Instruction:
     where: Any
     error: Any
     deps: Any
-    reads: list[Any]
-    writes: list[Any]
+    reads: tuple[Any, ...]
+    writes: tuple[Any, ...]
     id: int
     dispatched: bool
     started: bool
@@ -86,6 +86,7 @@ class StreamRt:
     allocs: int
     frees: int
     executed: int
+    reused: int
     run_lock: RunLock
     sync: bool
     native: bool

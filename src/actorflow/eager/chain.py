@@ -131,6 +131,7 @@ def _run(instr: Instruction, st: Step, host: Any, last_read: dict | None, i: int
                         arr, b.array = b.array, None  # the dead intermediate's buffer
                         host.freed += b.nbytes
                         host.frees += 1
+                        host.reused += 1
                         break
             if arr is None:
                 arr = host.xp.empty(out.shape, out.dtype)

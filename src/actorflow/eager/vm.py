@@ -355,6 +355,7 @@ class VirtualMachine:
                 "ops_issued": self.ops if st is None else st.ops,
                 "instructions_issued": self.issued if st is None else st.issued,
                 "instructions_done": sum(s.executed for s in streams),
+                "buffers_reused": sum(s.reused for s in streams),
                 "pending_releases": len(self._releases), "streams": len(streams)}
 
     def shutdown(self, timeout: float) -> list[str]:
@@ -381,4 +382,5 @@ class VirtualMachine:
             close = getattr(s.stream, "close", None)  # device streams own threads/handles
             if close is not None:
                 close()
+            s.last = s.current = None  # (the compiled core's records are not GC-tracked)
         return problems

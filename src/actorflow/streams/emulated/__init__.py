@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 
 from actorflow.streams.emulated import cuda
-from actorflow.streams.emulated.array import IMPLICIT, call, ndarray, wrap
+from actorflow.streams.emulated.array import (
+    IMPLICIT,
+    MUTATING_FUNCTIONS,
+    PURE,
+    VALUE_SHAPED,
+    call,
+    ndarray,
+    wrap,
+)
 from actorflow.streams.emulated.cuda import current_device, wait_current_stream
 
 __all__ = ["IMPLICIT", "array", "asarray", "asnumpy", "cuda", "get_array_module", "ndarray"]
@@ -27,6 +35,10 @@ __all__ = ["IMPLICIT", "array", "asarray", "asnumpy", "cuda", "get_array_module"
 def asarray(a: Any, dtype: Any = None, order: Any = None) -> ndarray:
     """Host -> device (an explicit copy); a device array passes through (cast if asked)."""
     if type(a) is ndarray:
+        if a._device != current_device():  # a copy between devices (CUDA's peer copy)
+            wait_current_stream()
+            return ndarray._of(np.array(a._a, dtype=dtype, order=order or "K", copy=True),
+                               current_device())
         return a if dtype is None or a.dtype == np.dtype(dtype) else a.astype(dtype)
     wait_current_stream()
     return ndarray._of(np.array(a, dtype=dtype, order=order or "K", copy=True),
@@ -70,8 +82,11 @@ def __getattr__(name: str) -> Any:
     if isinstance(obj, (type, np.dtype)) or not callable(obj):
         return obj if isinstance(obj, (type, np.dtype, str, int, float)) else wrap(obj, 0)
 
+    result = None if name in MUTATING_FUNCTIONS else PURE
+    value_shaped = name in VALUE_SHAPED
+
     def device_fn(*args: Any, **kwargs: Any) -> Any:
-        return call(obj, args, kwargs)
+        return call(obj, args, kwargs, result, value_shaped)
 
     device_fn.__name__ = name
     device_fn.__doc__ = f"numpy.{name} on the emulated device"

@@ -53,28 +53,52 @@ def wrap(x: Any, device: int) -> Any:
     return x
 
 
-def device_of(args: Any, kwargs: dict) -> int:
+def operands(args: Any, kwargs: dict) -> list[ndarray]:
+    """The device arrays among a call's arguments (one level into lists and tuples)."""
+    found = []
     for v in (*args, *kwargs.values()):
         if type(v) is ndarray:
-            return v._device
-        if isinstance(v, (list, tuple)):
-            for w in v:
-                if type(w) is ndarray:
-                    return w._device
-    from actorflow.streams.emulated.cuda import current_device
-
-    return current_device()
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            found.extend(w for w in v if type(w) is ndarray)
+    return found
 
 
-def call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    """Run a numpy function under the device's rules (in stream order)."""
-    from actorflow.streams.emulated.cuda import wait_current_stream
+PURE = object()  # call(result=PURE): the kernel makes its result (it writes no operand)
+# array methods and numpy functions that write into an operand (their result: None)
+MUTATING_METHODS = frozenset({"fill", "sort", "partition", "put", "itemset", "resize",
+                              "byteswap", "setflags", "setfield"})
+MUTATING_FUNCTIONS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal",
+                                "put_along_axis"})
+# functions whose result's shape depends on the values: CuPy synchronizes for them
+VALUE_SHAPED = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "compress",
+                          "extract"})
 
-    wait_current_stream()
-    device = device_of(args, kwargs)
-    a = unwrap(args)
-    kw = {k: unwrap(v) for k, v in kwargs.items()}
-    return wrap(fn(*a, **kw), device)
+
+def call(fn: Callable[..., Any], args: tuple, kwargs: dict, result: Any = PURE,
+         value_shaped: bool = False) -> Any:
+    """Run a numpy function as a kernel of the current device, under the device's rules:
+    every operand lives on the current device, and on a stream the kernel runs on that
+    stream's thread (``cuda.launch``).  ``result``: what a kernel that writes into an
+    operand returns (``out=`` is found here); ``value_shaped``: the result's shape depends
+    on the values (the caller waits for the stream)."""
+    from actorflow.streams.emulated.cuda import current_device, launch
+
+    device = current_device()
+    ops = operands(args, kwargs)
+    for v in ops:
+        if v._device != device:
+            raise ValueError(
+                f"The device where the array resides ({v._device}) is different from the "
+                f"current device ({device}) (emulated device: a kernel reads and writes "
+                "the current device's memory only; make the array's device current, or "
+                "copy it over with xp.asarray under the current device)")
+    out = kwargs.get("out")
+    if result is PURE and (type(out) is ndarray or (
+            isinstance(out, tuple) and out and all(type(o) is ndarray for o in out))):
+        result = out
+    return launch(fn, unwrap(args), {k: unwrap(v) for k, v in kwargs.items()}, ops, device,
+                  result, value_shaped)
 
 
 def _binary(op: Callable[[Any, Any], Any]) -> Callable[[ndarray, Any], Any]:
@@ -91,8 +115,7 @@ def _rbinary(op: Callable[[Any, Any], Any]) -> Callable[[ndarray, Any], Any]:
 
 def _inplace(op: Callable[[Any, Any], Any]) -> Callable[[ndarray, Any], Any]:
     def method(self: ndarray, other: Any) -> ndarray:
-        call(op, (self, other), {})
-        return self
+        return call(op, (self, other), {}, result=self)
     return method
 
 
@@ -193,22 +216,24 @@ class ndarray:
         copy_on_stream(stream, self._a, arr, pinned_host=arr)
 
     def item(self) -> Any:
-        return call(lambda a: a.item(), (self,), {})
+        return call(np.ndarray.item, (self,), {})
 
     def tolist(self) -> Any:
         return call(lambda a: a.tolist(), (self,), {})
 
     # -- indexing --------------------------------------------------------------------------
     def __getitem__(self, idx: Any) -> ndarray:
-        return ndarray._of(self._a[unwrap(idx)], self._device)
+        # basic indexing is a view (no kernel); advanced indexing gathers (a kernel), and a
+        # boolean mask makes a result whose shape depends on the values
+        masks = [i for i in (idx if isinstance(idx, tuple) else (idx,))
+                 if getattr(i, "dtype", None) == np.bool_ and getattr(i, "ndim", 0)]
+        return call(operator.getitem, (self, idx), {},
+                    value_shaped=bool(masks))
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         if isinstance(value, np.ndarray) and value.ndim > 0:
             raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
-        from actorflow.streams.emulated.cuda import wait_current_stream
-
-        wait_current_stream()
-        self._a[unwrap(idx)] = unwrap(value)
+        call(operator.setitem, (self, idx, value), {}, result=None)
 
     def __iter__(self) -> Any:
         return (ndarray._of(a, self._device) if isinstance(a, np.ndarray) else wrap(a, 0)
@@ -223,7 +248,9 @@ class ndarray:
             return wrap(attr, self._device)
 
         def method(*args: Any, **kwargs: Any) -> Any:
-            return call(getattr(np.ndarray, name), (self, *args), kwargs)
+            return call(getattr(np.ndarray, name), (self, *args), kwargs,
+                        result=None if name in MUTATING_METHODS else PURE,
+                        value_shaped=name in VALUE_SHAPED)
         return method
 
     def copy(self, order: str = "C") -> ndarray:

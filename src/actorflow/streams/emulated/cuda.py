@@ -1,18 +1,30 @@
 """``xp.cuda`` of the emulated device: devices, streams with their own thread, events,
 pinned host memory and the runtime calls actorflow uses — the names and meanings of CuPy's.
 
-A ``Stream`` owns a device thread.  Copies between a device array and *pinned* host memory
-issued on a stream (``dev.set(pinned, stream)``, ``dev.get(stream, out=pinned)``) are
-queued there and happen later, as a DMA engine would do them; an ``Event`` recorded on a
-stream becomes ``done`` only when the device thread reaches it.  Kernels run on the thread
-that calls them, after waiting for the copies queued before them on the current stream
-(stream order).  So a unit that sends READY before an act's event is done, or acks a pinned
-buffer before the copy out of it ran, reads stale data here just as on a GPU.
+A ``Stream`` owns a device thread, and everything issued on it runs there, in issue
+order, as on a GPU:
+
+- a **kernel** (any ``xp`` function or array method called while the stream is current)
+  is computed on the stream's thread; the caller waits only to learn the result's shape
+  and dtype, and gets an array that holds poison (NaN, or 0xA5 bytes) until the stream
+  reaches the kernel's *publish* step, which writes the values.  So a consumer on another
+  stream that does not wait for the producer's event reads poison, as it would read
+  unfinished memory on a GPU;
+- a **copy** between a device array and *pinned* host memory (``dev.set(pinned,
+  stream)``, ``dev.get(stream, out=pinned)``) is queued and happens later, as a DMA
+  engine would do it; pageable copies are synchronous (after the stream's earlier work);
+- an ``Event`` recorded on a stream becomes ``done`` when the thread reaches it.
+
+With no current stream (the legacy default stream) a kernel runs at once on the calling
+thread, after the current stream's queued writes.  A kernel refuses operands that live
+on another device than the current one, and a current stream that belongs to another
+device (CUDA's "invalid resource handle"): a unit that launched under the wrong device
+fails here as it would on a GPU.
 
 The device count is ``ACTORFLOW_EMULATED_DEVICES`` (default 2).
 ``ACTORFLOW_EMULATED_LATENCY_US`` makes the device thread wait that long before each piece
-of queued work (a slow copy engine): tests use it to show that nothing reads a regst
-before its event is done.
+of queued work (a slow device): tests use it to show that nothing reads a regst before
+its event is done.
 """
 
 from __future__ import annotations
@@ -148,6 +160,22 @@ class Stream:
             self._data_queued += data
         self._work.put((fn, data))
 
+    def run_now(self, fn: Callable[[], None], timeout: float = SYNC_TIMEOUT) -> None:
+        """Queue ``fn`` (reading and writing nothing the stream orders) and wait until the
+        device thread ran it: a kernel's compute, whose result the caller needs now."""
+        ran = threading.Event()
+
+        def step() -> None:
+            try:
+                fn()
+            finally:
+                ran.set()
+
+        self.enqueue(step, data=False)
+        if not ran.wait(timeout):
+            raise WaitTimeout(f"emulated device {self.device_id}: a kernel did not run on "
+                              f"its stream within {timeout:.0f}s")
+
     @property
     def done(self) -> bool:
         return self._finished >= self._queued
@@ -169,6 +197,11 @@ class Stream:
     def launch_host_func(self, callback: Callable[[Any], None], arg: Any) -> None:
         """``callback(arg)`` on the device thread once the work queued before it is done."""
         self.enqueue(lambda: callback(arg), data=False)
+
+    def wait_event(self, event: Event) -> None:
+        """Work queued on this stream after this call waits until ``event`` is done (CuPy's
+        ``Stream.wait_event``: how one stream consumes what another produced)."""
+        self.enqueue(lambda: event.synchronize(), data=False)
 
     def record(self, event: Event | None = None) -> Event:
         event = event or Event()
@@ -207,6 +240,105 @@ def wait_current_stream(stream: Stream | None = None) -> None:
     s = stream if stream is not None else getattr(_local, "stream", None)
     if s is not None and s._data_finished < s._data_queued:
         s.synchronize(data_only=True)
+
+
+def launch(fn: Callable[..., Any], args: tuple, kwargs: dict, ops: list, device: int,
+           result: Any, value_shaped: bool) -> Any:
+    """One kernel: ``fn`` on numpy data (``args``/``kwargs`` unwrapped), operands ``ops``
+    (device arrays, already on ``device``); ``result`` is what a kernel that writes into
+    an operand returns (``array.PURE``: it makes its result).  On a stream everything runs
+    on the stream's thread, in issue order (see the module docstring)."""
+    from actorflow.streams.emulated.array import PURE, wrap
+
+    s = getattr(_local, "stream", None)
+    if s is None or s.null:  # the legacy default stream: at once, on this thread
+        wait_current_stream(s)
+        r = fn(*args, **kwargs)
+        return wrap(r, device) if result is PURE else result
+    if s.device_id != device:
+        raise CUDARuntimeError(f"cudaErrorInvalidResourceHandle: a kernel launched on a "
+                               f"stream of device {s.device_id} while device {device} is "
+                               "current (emulated device: make the stream's device current)")
+
+    def run() -> Any:
+        with np.errstate(all="ignore"):  # a device kernel warns nobody
+            return fn(*args, **kwargs)
+
+    if result is not PURE:  # it writes into an operand: queued, the caller goes on
+        s.enqueue(run)
+        return result
+    if value_shaped:  # its shape depends on the values: the caller waits for the stream
+        return wrap(_run_now(s, run), device)
+    # What does it return?  Computed here on whatever the memory holds now, and thrown away:
+    # only its kind, shape and dtype (or that it is a view of an operand) are used.
+    try:
+        probe = run()
+    except Exception:  # a shape error, or values that only the unfinished memory holds:
+        return wrap(_run_now(s, run), device)  # run it in stream order, and wait for it
+    if not _is_arrays(probe):
+        return _run_now(s, run)  # a host value (item(), tolist()): the caller waits for it
+    if _views_only(probe, ops):
+        return wrap(probe, device)  # views (reshape, transpose, slices): no kernel
+    bufs = _fresh(probe)
+
+    def publish() -> None:
+        made = run()
+        for buf, value in zip(bufs, made if isinstance(made, (tuple, list)) else (made,)):
+            np.copyto(buf, value, casting="no")
+
+    s.enqueue(publish)
+    out = [ndarray_of(b, device) for b in bufs]
+    return type(probe)(out) if isinstance(probe, (tuple, list)) else out[0]
+
+
+def _run_now(s: Stream, run: Callable[[], Any]) -> Any:
+    box: dict[str, Any] = {}
+
+    def step() -> None:
+        try:
+            box["value"] = run()
+        except BaseException as e:  # raised to the caller below
+            box["error"] = e
+
+    s.run_now(step)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _is_arrays(r: Any) -> bool:
+    parts = r if isinstance(r, (tuple, list)) else (r,)
+    return bool(parts) and all(isinstance(x, (np.ndarray, np.generic)) for x in parts)
+
+
+def _views_only(r: Any, ops: list) -> bool:
+    parts = r if isinstance(r, (tuple, list)) else (r,)
+    return all(isinstance(x, np.ndarray) and any(np.may_share_memory(x, v._a) for v in ops)
+               for x in parts)
+
+
+def _fresh(r: Any) -> list[np.ndarray]:
+    """Poisoned arrays shaped like ``r``'s parts, for a kernel's results to land in."""
+    bufs = []
+    for x in r if isinstance(r, (tuple, list)) else (r,):
+        b = np.empty_like(np.asarray(x))
+        poison(b)
+        bufs.append(b)
+    return bufs
+
+
+def ndarray_of(a: np.ndarray, device: int) -> Any:
+    from actorflow.streams.emulated.array import ndarray
+
+    return ndarray._of(a, device)
+
+
+def poison(a: np.ndarray) -> None:
+    """Fill ``a`` with what unfinished device memory reads as here: NaN, or 0xA5 bytes."""
+    if a.dtype.kind in "fc":
+        a.fill(np.nan)
+    elif a.size:
+        a.ravel(order="K").view(np.uint8).fill(0xA5)  # a view: empty_like is contiguous
 
 
 class Event:
