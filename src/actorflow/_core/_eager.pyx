@@ -695,23 +695,45 @@ cdef class VMState:
                 chained = True
             elif w is not None and not w.done and w.stream is not s:
                 return None
-        if not chained or not s.fuse_into(t, step):
+        if not chained:
             return None
-        n = len(t.operand) - 1  # this step's index in the chain
+        # The records first, the step last: a decref below may run Python code (a
+        # finalizer) and let the worker take the GIL, pop ``t`` and run it; the step
+        # joins only if ``t`` is still queued then (``fuse_into``, under the FIFO's
+        # mutex), else all of this is undone and the step gets an instruction of its own.
+        # (Meanwhile the counts only make a reuse look impossible, never possible.)
+        n = len(t.operand)  # this step's index in the chain
+        old_reads, old_writes, old_name = t.reads, t.writes, t.name
+        saved = []
         for b in step.reads:
             if b.last_writer is not t:
                 t.reads = t.reads + (b,)
             elif b.producer is t:
+                saved.append((b, b.chain_reads, b.last_step))
                 b.chain_reads += 1
                 b.last_step = n
             b.readers.append(t)
             b.nreads += 1
         for b in step.writes:
             b.last_writer = b.producer = t
-            t.writes = t.writes + (b,)
-        if len(t.operand) == 2:
+        t.writes = t.writes + step.writes
+        if n == 1:
             t.name = f"{(<Step>t.operand[0]).name} (+ fused ops)"
-        return t
+        if s.fuse_into(t, step):
+            return t
+        for b in step.reads:
+            b.readers.remove(t)
+            b.nreads -= 1
+        for item in reversed(saved):
+            b = item[0]
+            b.chain_reads, b.last_step = item[1], item[2]
+        for b in step.writes:
+            b.last_writer = b.producer = None
+        if t.done:  # (finished meanwhile: it already dropped what it held)
+            t.reads = t.writes = _EMPTY
+        else:
+            t.reads, t.writes, t.name = old_reads, old_writes, old_name
+        return None
 
     cpdef submit_step(self, itype, stream, Step step):
         """One op step: fused into the stream's last instruction, or an instruction."""
