@@ -15,9 +15,7 @@ out of range, an ACK twice): both cores must refuse it with the same words.
 from __future__ import annotations
 
 import random
-import sys
 from collections import deque
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,9 +26,7 @@ from actorflow.actors.cores import available_cores, make_unit_core
 from actorflow.errors import PlanValidationError, ProtocolError
 from actorflow.protocol.messages import CMD, EORD, READY, Act, Exit, Msg, cmd
 from actorflow.protocol.simulate import check_progress
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "protocol"))
-from _proto import make_task
+from tests.protocol.by_hand import make_task
 
 pytestmark = pytest.mark.skipif("native" not in available_cores(),
                                 reason="the compiled core is not built")

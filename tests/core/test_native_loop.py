@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,9 +20,7 @@ from actorflow.actors.cores import available_cores, make_unit_core
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.errors import ProtocolError
 from actorflow.protocol.messages import READY, Msg
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "protocol"))
-from _proto import make_task
+from tests.protocol.by_hand import make_task
 
 pytestmark = pytest.mark.skipif("native" not in available_cores(),
                                 reason="the compiled core is not built")

@@ -3,14 +3,14 @@ compiled core where it is built): ``_proto.actor`` builds on the core chosen her
 
 from __future__ import annotations
 
-import _proto
 import pytest
 
 from actorflow.actors.cores import available_cores
+from tests.protocol import by_hand
 
 
 @pytest.fixture(params=available_cores(), autouse=True)
 def impl(request):
-    _proto.IMPL[0] = request.param
+    by_hand.IMPL[0] = request.param
     yield request.param
-    _proto.IMPL[0] = "python"
+    by_hand.IMPL[0] = "python"

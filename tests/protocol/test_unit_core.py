@@ -7,20 +7,20 @@ out, one message at a time with the local queue first, a return as soon as an ac
 
 from __future__ import annotations
 
-import _proto
 import pytest
-from _proto import ack, acts_of, make_task, norm, ready
 
 from actorflow.actors.cores import make_unit_core
 from actorflow.errors import ProtocolError
 from actorflow.protocol.messages import Msg, cmd
+from tests.protocol import by_hand
+from tests.protocol.by_hand import ack, acts_of, make_task, norm, ready
 
 
 def two_actor_unit(register_num: int = 2):
     """task 1 (source, desc 10 -> task 2), task 2 (normal, desc 20 -> task 9 elsewhere)."""
     src = make_task(1, "source", produced=[(10, register_num, [2])], piece_num=3)
     mid = make_task(2, "normal", produced=[(20, register_num, [9])], consumed=[10])
-    return make_unit_core([src, mid], {10: 1}, "unit u", impl=_proto.IMPL[0])
+    return make_unit_core([src, mid], {10: 1}, "unit u", impl=by_hand.IMPL[0])
 
 
 def test_local_messages_stay_inside_and_an_act_stops_the_drain():
@@ -42,7 +42,7 @@ def test_local_messages_stay_inside_and_an_act_stops_the_drain():
 def one_actor_unit():
     """task 2 alone (normal: desc 10 from task 1 of another unit -> desc 20 to task 9)."""
     mid = make_task(2, "normal", produced=[(20, 2, [9])], consumed=[10])
-    return make_unit_core([mid], {10: 1}, "unit v", impl=_proto.IMPL[0])
+    return make_unit_core([mid], {10: 1}, "unit v", impl=by_hand.IMPL[0])
 
 
 def test_pushed_messages_wait_in_the_core_behind_an_act():

@@ -1,9 +1,10 @@
-"""Helpers for driving the actor state machines by hand (no threads), on every core.
+"""Helpers for driving the actor state machines by hand (no threads), on every core:
+tasks, actors, messages, and ``norm`` to compare returned actions as tuples.
 
-Imported by the protocol tests as ``from _proto import ...`` (pytest puts this folder on
-sys.path because tests/actors has no ``__init__.py``).  ``actor(...)`` builds one actor as a
-unit core of its own on the core the ``impl`` fixture (conftest.py) chose, so every rule is
-checked on the Python reference and on the compiled core, through ``blocked_on()`` only.
+Imported by the protocol tests as ``from tests.protocol.by_hand import ...``.  ``actor(...)``
+builds one actor as a unit core of its own on the core the ``impl`` fixture (conftest.py)
+chose, so every rule is checked on the Python reference and on the compiled core, through
+``blocked_on()`` only.
 """
 
 from __future__ import annotations
