@@ -1,6 +1,6 @@
 """The compiled state machines against the specification: same actions, same order.
 
-``protocol/`` is the specification (DESIGN.md, "The compiled core").  Hypothesis draws
+``protocol/`` is the specification (docs/architecture.md, "The compiled core").  Hypothesis draws
 random plans (sources, inputs, normal tasks with one or two inputs, ticks, acc, repeat,
 outputs; register_num 1-4; fan-out; random units) and main-job plans (wait_and_send_ids,
 reentrant_lock with random conflicts, case, ticks per critical section, esac, callback),

@@ -1,6 +1,6 @@
 /* sm.h -- the base rules of the actor protocol (protocol/state.py), in C.
  *
- * Rules (DESIGN.md, "The actor protocol"): act when every consumed desc has a ready regst
+ * Rules (docs/architecture.md, "The actor protocol and the unit loop"): act when every consumed desc has a ready regst
  * and every produced desc a free one; after an act, READY to every consumer of each written
  * regst and ACK for each read one; an ACK frees a regst once every consumer acked it; EORD
  * once every input ended and nothing is in flight, then the zombie state until every
