@@ -5,9 +5,8 @@ runtime) runs ``PIECES`` pieces with every actor on one thread, and with the cha
 over two threads, on both actor cores in the same run (``ACTORFLOW_CORE=python`` and the
 compiled one).  ``identity`` is a kind with no Python kernel on the compiled core (a memcpy
 in its loop, no GIL); ``test_nop`` is an empty Python kernel (registered here).  The
-baseline calls the very same
-kernel functions in a plain Python loop, so ``overhead/act = (runtime time - baseline
-time) / acts`` is what the actor machinery costs.
+baseline calls the very same kernel functions in a plain Python loop, so ``overhead/act =
+(runtime time - baseline time) / acts`` is what the actor machinery costs.
 
     python bench/actor_overhead.py [--pieces 20000] [--repeats 5] [--profile]
                                    [--quick] [--json OUT.jsonl]
