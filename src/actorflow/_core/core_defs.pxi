@@ -139,6 +139,7 @@ cdef extern from "<pthread.h>" nogil:
         pass
     int pthread_mutex_init(pthread_mutex_t *m, void *attr)
     int pthread_mutex_lock(pthread_mutex_t *m)
+    int pthread_mutex_trylock(pthread_mutex_t *m)
     int pthread_mutex_unlock(pthread_mutex_t *m)
     int pthread_mutex_destroy(pthread_mutex_t *m)
 

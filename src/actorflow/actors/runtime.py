@@ -91,20 +91,20 @@ class ThreadUnit:
             self.actors[t.task_id] = ActorHost(t, rt, self.stream, self)
         # the native loop: a compiled core on an inline CPU stream, recorded by the standard
         # recorder units (or none); other units run the Python shell below over their core
-        rec = self.rec
-        if (rt.native_loops and isinstance(self.core, NativeUnitCore)
-                and type(self.stream) is CpuStream
+        rec, core = self.rec, self.core
+        if not isinstance(core, NativeUnitCore):
+            return
+        if (rt.native_loops and type(self.stream) is CpuStream
                 and (rec is None or type(rec) in (FlightUnit, TraceUnit))):
             self.native = True
-            core = self.core
-            if isinstance(rec, FlightUnit):
-                self.native_rec = NativeFlight(core, self.key, rec.size)
-            elif isinstance(rec, TraceUnit):
+            if isinstance(rec, TraceUnit):
                 self.native_rec = NativeTrace(core, self.key, rec.writer, rec.size,
                                               rec.buffer_size)
-            if self.native_rec is not None and rt.recorder is not None:
-                rt.recorder.adopt(self.key, self.native_rec)
             self.timed = None  # the compiled loop records every event itself
+        if type(rec) is FlightUnit:  # the core keeps the flight ring (either shell)
+            self.native_rec = NativeFlight(core, self.key, rec.size)
+        if self.native_rec is not None and rt.recorder is not None:
+            rt.recorder.adopt(self.key, self.native_rec)
 
     def plan(self) -> None:
         """How the native loop runs each act (once the runtime's memory is complete)."""
