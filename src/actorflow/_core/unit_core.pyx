@@ -234,6 +234,11 @@ cdef class NativeUnitCore:
         finally:
             af_ring_free(&out)
 
+    def set_spin(self, long long ns):
+        """Spin up to ``ns`` for a record before the loop sleeps (0: never; worth it only
+        while the process has a core per busy thread)."""
+        self.inbox.spin_ns = ns
+
     def stop_loop(self):
         """End the native loop at its next wake-up (from any thread)."""
         with nogil:

@@ -9,6 +9,7 @@ the same unit go through a local deque and never touch a queue or a socket.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -37,6 +38,7 @@ from actorflow.errors import (
     InternalError,
     KernelError,
     ProtocolError,
+    UsageError,
     WaitTimeout,
 )
 from actorflow.plan.memory import check_fits, desc_bytes
@@ -107,10 +109,12 @@ class ThreadUnit:
             rt.recorder.adopt(self.key, self.native_rec)
 
     def plan(self) -> None:
-        """How the native loop runs each act (once the runtime's memory is complete)."""
+        """How the native loop runs each act (once the runtime's memory is complete), and
+        whether it spins before it sleeps."""
         if self.native:
             assert isinstance(self.core, NativeUnitCore)
             plan_acts(self.core, self.actors, self.runtime.memory)
+            self.core.set_spin(spin_ns(sum(u.native for u in self.runtime.units.values())))
 
     def start(self) -> None:
         # completions wake the loop (no polling); process units poll their socket instead
@@ -250,6 +254,23 @@ class ThreadUnit:
                 acts = core.push(())
             else:
                 return
+
+
+SPIN_ENV = "ACTORFLOW_SPIN_US"
+
+
+def spin_ns(busy_threads: int) -> int:
+    """How long a native loop spins for a message before it sleeps: ``ACTORFLOW_SPIN_US``
+    (default 0), and never when the process's unit threads outnumber its cores (a spinning
+    loop would take the core the sender needs)."""
+    try:
+        us = float(os.environ.get(SPIN_ENV, "0") or 0)
+    except ValueError:
+        raise UsageError(f"{SPIN_ENV}={os.environ[SPIN_ENV]!r} is not a number of "
+                         "microseconds") from None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    return int(us * 1000) if busy_threads < cores else 0
 
 
 class _QueueSource:
