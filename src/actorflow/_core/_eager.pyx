@@ -78,7 +78,6 @@ cdef object _act_record = None
 cdef object _tensor_type = None
 cdef object _hook = None
 cdef object _EMPTY = ()
-cdef list _NONE = []  # what a finished instruction reads and writes (never appended to)
 
 
 cdef dict _inside = {}  # code object -> is it actorflow's own code (shared with Python)
@@ -238,12 +237,13 @@ cdef inline Blob _new_blob(object m):
     return b
 
 
+@cython.no_gc  # (it drops what it holds when done; the VM drops its streams' last ones)
 @cython.freelist(256)
 cdef class Instruction:
     """One unit of work of a stream (see ``eager/instruction.py``)."""
 
     cdef public object itype, stream, name, operand, where, error, deps
-    cdef public list reads, writes
+    cdef public tuple reads, writes  # (tuples: nothing for the GC to follow per op)
     cdef public long long id
     cdef public bint dispatched, started, done, fusable, waited
     cdef Instruction next_
@@ -253,7 +253,7 @@ cdef class Instruction:
         _next_instr += 1
         self.id = _next_instr
         self.itype, self.stream, self.name, self.operand = itype, stream, name, operand
-        self.reads, self.writes, self.where = list(reads), list(writes), where
+        self.reads, self.writes, self.where = tuple(reads), tuple(writes), where
         self.deps = _EMPTY
         self.fusable = itype.fusable
 
@@ -528,7 +528,7 @@ cdef class StreamRt:
         if unit is not None:
             unit.act_end(_act_record(self.track, instr))
         instr.operand = None
-        instr.reads = instr.writes = _NONE
+        instr.reads = instr.writes = _EMPTY
         instr.deps = _EMPTY
         instr.done = True
         if instr.waited:  # a thread waits for this one (set under the VM's cv)
@@ -666,7 +666,7 @@ cdef class VMState:
                         other = []
                     other.append(d)
             if other is not None:
-                i.deps = other
+                i.deps = tuple(other)
         i.dispatched = True
         if type(s) is StreamRt:
             (<StreamRt>s).push(i)
@@ -700,7 +700,7 @@ cdef class VMState:
         n = len(t.operand) - 1  # this step's index in the chain
         for b in step.reads:
             if b.last_writer is not t:
-                t.reads.append(b)
+                t.reads = t.reads + (b,)
             elif b.producer is t:
                 b.chain_reads += 1
                 b.last_step = n
@@ -708,7 +708,7 @@ cdef class VMState:
             b.nreads += 1
         for b in step.writes:
             b.last_writer = b.producer = t
-            t.writes.append(b)
+            t.writes = t.writes + (b,)
         if len(t.operand) == 2:
             t.name = f"{(<Step>t.operand[0]).name} (+ fused ops)"
         return t
@@ -729,7 +729,7 @@ cdef class VMState:
             instr.id = _next_instr
             instr.itype, instr.stream, instr.name = itype, stream, step.name
             instr.operand = [step]
-            instr.reads, instr.writes = list(step.reads), list(step.writes)
+            instr.reads, instr.writes = step.reads, step.writes
             instr.where = step.where
             instr.deps = _EMPTY
             instr.fusable = True

@@ -382,4 +382,5 @@ class VirtualMachine:
             close = getattr(s.stream, "close", None)  # device streams own threads/handles
             if close is not None:
                 close()
+            s.last = s.current = None  # (the compiled core's records are not GC-tracked)
         return problems
