@@ -12,14 +12,8 @@ import pytest
 from actorflow.errors import OpError, RegistryError, UnknownOpError
 from actorflow.kernels import KernelContext, get_op, op_types, register_op
 from actorflow.plan.model import BlobDesc
-
-RNG = np.random.default_rng(0)
-A = RNG.standard_normal((3, 4)).astype(np.float32)
-B = RNG.standard_normal((3, 4)).astype(np.float32)
-ROW = RNG.standard_normal((4,)).astype(np.float32)
-POS = (np.abs(A) + 0.5).astype(np.float32)
-M = RNG.standard_normal((4, 5)).astype(np.float64)
-I = np.arange(12, dtype=np.int64).reshape(3, 4)
+from tests.kernels.op_table import RNG, TABLE, A, I, M
+from tests.kernels.reference import REFS
 
 
 def run_op(op_type: str, ins: dict, attrs: dict | None = None, piece: int = 0,
@@ -40,48 +34,9 @@ def run_op(op_type: str, ins: dict, attrs: dict | None = None, piece: int = 0,
     return outs
 
 
-CASES = {
-    "identity": ({"in": A}, {}, lambda: A),
-    "relu": ({"in": A}, {}, lambda: np.maximum(A, 0)),
-    "neg": ({"in": A}, {}, lambda: -A),
-    "exp": ({"in": A}, {}, lambda: np.exp(A)),
-    "tanh": ({"in": A}, {}, lambda: np.tanh(A)),
-    "add": ({"a": A, "b": ROW}, {}, lambda: A + ROW),
-    "sub": ({"a": A, "b": B}, {}, lambda: A - B),
-    "mul": ({"a": A, "b": B}, {}, lambda: A * B),
-    "div": ({"a": A, "b": POS}, {}, lambda: A / POS),
-    "pow": ({"a": POS, "b": B}, {}, lambda: POS ** B),
-    "maximum": ({"a": A, "b": B}, {}, lambda: np.maximum(A, B)),
-    "minimum": ({"a": A, "b": B}, {}, lambda: np.minimum(A, B)),
-    "scalar_add": ({"in": A}, {"scalar": 2.5}, lambda: A + 2.5),
-    "scalar_sub": ({"in": A}, {"scalar": 2.5}, lambda: A - 2.5),
-    "scalar_rsub": ({"in": A}, {"scalar": 2.5}, lambda: 2.5 - A),
-    "scalar_mul": ({"in": A}, {"scalar": -3.0}, lambda: A * -3.0),
-    "scalar_div": ({"in": A}, {"scalar": 4.0}, lambda: A / 4.0),
-    "scalar_rdiv": ({"in": POS}, {"scalar": 4.0}, lambda: 4.0 / POS),
-    "scalar_pow": ({"in": POS}, {"scalar": 3}, lambda: POS ** 3),
-    "scalar_rpow": ({"in": A}, {"scalar": 2.0}, lambda: 2.0 ** A),
-    "add_n": ({"in_0": A, "in_1": B, "in_2": A}, {}, lambda: A + B + A),
-    "matmul": ({"a": A, "b": M}, {}, lambda: A @ M),
-    "bias_add": ({"a": A, "b": ROW}, {}, lambda: A + ROW),
-    "softmax": ({"in": A}, {"axis": 1},
-                lambda: np.exp(A) / np.exp(A).sum(axis=1, keepdims=True)),
-    "reduce_sum": ({"in": A}, {"axis": 0}, lambda: A.sum(axis=0)),
-    "reduce_mean": ({"in": A}, {"axis": [0, 1], "keepdims": True},
-                    lambda: A.mean(axis=(0, 1), keepdims=True)),
-    "reshape": ({"in": A}, {"shape": [2, -1]}, lambda: A.reshape(2, 6)),
-    "transpose": ({"in": A}, {}, lambda: A.T),
-    "cast": ({"in": A}, {"dtype": "int32"}, lambda: A.astype(np.int32)),
-    "concat": ({"in_0": A, "in_1": B}, {"axis": 1}, lambda: np.concatenate([A, B], axis=1)),
-    "slice": ({"in": A}, {"axis": 1, "start": 1, "stop": 3}, lambda: A[:, 1:3]),
-    "constant": ({}, {"shape": [2, 3], "value": 7.0}, lambda: np.full((2, 3), 7, np.float32)),
-    "arange": ({}, {"start": 2, "stop": 11, "step": 3}, lambda: np.array([2, 5, 8])),
-    "variable": ({}, {"shape": [3], "init": "normal", "seed": 4},
-                 lambda: np.random.default_rng(4).standard_normal(3).astype(np.float32)),
-    "sleep": ({"in": A}, {"ms": 1}, lambda: A),
-    "busy": ({"in": A}, {"iters": 2, "size": 64}, lambda: A),
-    "fail": ({"in": A}, {"piece": 5}, lambda: A),  # only raises on piece 5
-}
+# (inputs, attrs, expected) of every op with a fixed example (tests/kernels/op_table.py);
+# tests/gpu runs the same cases on the device
+CASES = {op: (c.ins, c.attrs, c.want) for op, c in TABLE.items() if c.compare != "stateful"}
 
 FOUNDATION_OPS = {
     "identity", "relu", "add", "sub", "mul", "div", "pow", "matmul", "bias_add", "softmax",
@@ -92,14 +47,26 @@ FOUNDATION_OPS = {
 
 def test_the_issue_ops_are_registered_and_covered_here():
     assert FOUNDATION_OPS <= set(op_types())
-    assert FOUNDATION_OPS - {"random_normal"} <= set(CASES)
+    assert FOUNDATION_OPS <= set(CASES)
+
+
+def test_every_registered_op_has_a_case_and_a_reference():
+    """A new op is added to tests/kernels/op_table.py (and reference.py) or this fails."""
+    builtin = {t for t in op_types() if not t.startswith("test_")}  # not tests' own ops
+    assert sorted(builtin - set(TABLE)) == []
+    assert sorted(set(TABLE) - builtin) == []  # no case for an op that is gone
+    assert sorted(t for t, c in TABLE.items() if c.compare != "stateful" and t not in REFS) == []
 
 
 @pytest.mark.parametrize("op_type", sorted(CASES))
 def test_op_matches_numpy(op_type):
-    ins, attrs, want = CASES[op_type]
-    out = run_op(op_type, ins, attrs)["out"]
-    np.testing.assert_allclose(out, want(), rtol=1e-5, atol=1e-6)
+    case = TABLE[op_type]
+    out = run_op(op_type, case.ins, case.attrs, piece=case.piece)["out"]
+    want = case.want()
+    assert out.dtype == want.dtype and out.shape == want.shape
+    if case.compare == "first":  # only element 0 is written (the piece id)
+        out, want = out.reshape(-1)[:1], want.reshape(-1)[:1]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
 
 
 def test_matmul_transposes_and_float64_result():

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from .helpers import JOBS, SAMPLE
+from tests.launcher.helpers import JOBS, SAMPLE
 
 sys.path.insert(0, str(SAMPLE.parent))
 import sample_pipeline

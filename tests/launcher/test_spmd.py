@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from .helpers import JOBS, SAMPLE
+from tests.launcher.helpers import JOBS, SAMPLE
 
 sys.path.insert(0, str(SAMPLE.parent))
 import sample_pipeline

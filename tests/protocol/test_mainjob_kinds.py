@@ -8,12 +8,12 @@ readers overlap.
 from __future__ import annotations
 
 import pytest
-from _proto import ack, actor, acts_of, eord, make_task, norm
 
 from actorflow.errors import ProtocolError
 from actorflow.protocol.messages import READY, Msg, cmd
 from actorflow.protocol.simulate import simulate
 from actorflow.protocol.state import EXITED, ZOMBIE
+from tests.protocol.by_hand import ack, actor, acts_of, eord, make_task, norm
 
 CONFLICTS = {"0": [0, 1, 2], "1": [0], "2": [0], "3": []}
 START, END, OUT = 10, 11, 12  # lock's consumed start/end, produced out

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from _proto import ack, actor, acts_of, eord, make_task, norm, ready
 
 from actorflow.errors import ProtocolError, RegistryError
 from actorflow.protocol.kinds import kind_names, make_state
 from actorflow.protocol.messages import cmd
 from actorflow.protocol.state import EXITED, ZOMBIE
+from tests.protocol.by_hand import ack, actor, acts_of, eord, make_task, norm, ready
 
 
 def test_every_task_type_has_a_kind_and_unknown_types_list_them():

@@ -2,13 +2,12 @@
 "The actor protocol and the unit loop", rules 1-7).
 
 Each test feeds ``Msg`` objects into one pure state machine and compares the returned
-actions exactly (as tuples, see ``_proto.norm``).
+actions exactly (as tuples, see ``by_hand.norm``).
 """
 
 from __future__ import annotations
 
 import pytest
-from _proto import ack, actor, acts_of, eord, norm, ready
 
 from actorflow.errors import ProtocolError
 from actorflow.protocol.messages import Msg, cmd
@@ -19,6 +18,7 @@ from actorflow.protocol.state import (
     describe_states,
     describe_wait,
 )
+from tests.protocol.by_hand import ack, actor, acts_of, eord, norm, ready
 
 
 def normal(register_num: int = 1, consumers=(3,), inputs=(10,)):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import msgpack
 import numpy as np
 import pytest
-from _plans import chain, expected
 
 import actorflow as af
 from actorflow.errors import TraceError
@@ -14,6 +13,7 @@ from actorflow.trace.events import ACT_BEGIN, ACT_END, RECV, SEND, ActEvent, Msg
 from actorflow.trace.merge import load_trace
 from actorflow.trace.packed import decode_chunk
 from actorflow.trace.recorder import Recorder
+from tests.trace.plans import chain, expected
 
 
 def test_default_session_has_only_the_flight_recorder(tmp_path):

@@ -7,13 +7,13 @@ import time
 
 import numpy as np
 import pytest
-from _plans import drop_one, fed_chain, flowlaunch, flowlaunch_json
 
 import actorflow as af
 from actorflow.errors import KernelError, StallError
 from actorflow.protocol.messages import ACK, EORD
 from actorflow.trace.tracefile import load_dump
 from actorflow.trace.whystuck import analyze
+from tests.trace.plans import drop_one, fed_chain, flowlaunch, flowlaunch_json
 
 
 def test_lost_ack_stalls_and_why_stuck_names_actor_and_regst(tmp_path):

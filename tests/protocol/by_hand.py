@@ -1,7 +1,7 @@
-"""Helpers for driving the pure actor state machines by hand (no threads).
+"""Helpers for driving the pure actor state machines by hand (no threads): tasks, actors,
+messages, and ``norm`` to compare returned actions as tuples.
 
-Imported by the protocol tests as ``from _proto import ...`` (pytest puts this folder on
-sys.path because tests/actors has no ``__init__.py``).
+Imported by the protocol tests as ``from tests.protocol.by_hand import ...``.
 """
 
 from __future__ import annotations
