@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
 from tests.kernels.oracle_base import (
     ALL,
     FLOATS,

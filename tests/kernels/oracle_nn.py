@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+
 from tests.kernels.oracle_base import ALL, FLOATS, INTS, NUMERIC, Oracle, array, f64, shapes
 
 

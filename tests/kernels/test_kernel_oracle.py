@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.kernels.oracle_base import compare
-from tests.kernels.oracle_math import ORACLES as MATH
-from tests.kernels.oracle_nn import ORACLES as NN
 
 from actorflow.kernels import KernelContext, get_op, op_types
 from actorflow.plan.model import BlobDesc
+from tests.kernels.oracle_base import compare
+from tests.kernels.oracle_math import ORACLES as MATH
+from tests.kernels.oracle_nn import ORACLES as NN
 
 ORACLES = {**MATH, **NN}
 
@@ -92,9 +92,8 @@ def run_device(xp, op_type: str, ins: dict, attrs: dict, inferred: dict) -> dict
 def xp_dev():
     """The device's array module for this module's tests (ACTORFLOW_DEVICE is set and
     restored per test by cuda_device; the module is fixed once per backend)."""
-    from tests.device import DEVICE
-
     from actorflow.streams.device import BACKENDS
+    from tests.device import DEVICE
 
     return BACKENDS.get(DEVICE)().xp
 
