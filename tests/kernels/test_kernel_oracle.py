@@ -92,10 +92,10 @@ def run_device(xp, op_type: str, ins: dict, attrs: dict, inferred: dict) -> dict
 def xp_dev():
     """The device's array module for this module's tests (ACTORFLOW_DEVICE is set and
     restored per test by cuda_device; the module is fixed once per backend)."""
-    from actorflow.streams.device import BACKENDS
+    from actorflow.streams.device import DEVICE_BACKENDS
     from tests.device import DEVICE
 
-    return BACKENDS.get(DEVICE)().xp
+    return DEVICE_BACKENDS.get(DEVICE)().xp
 
 
 EXAMPLES = int(os.environ.get("ACTORFLOW_ORACLE_EXAMPLES", "25"))  # more for a deep search
