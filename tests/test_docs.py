@@ -17,7 +17,7 @@ def test_readme_links_the_architecture_doc_and_nothing_outside_the_repo():
 
 def test_every_file_the_architecture_doc_names_exists():
     text = (ROOT / "docs" / "architecture.md").read_text()
-    named = set(re.findall(r"`([\w/]+\.py)", text))
+    named = set(re.findall(r"`([\w/]+\.(?:pyx|py))\b", text))
     assert len(named) >= 20
     missing = sorted(p for p in named
                      if not (SRC / p).exists() and not (ROOT / p).exists())

@@ -313,11 +313,12 @@ def test_blocked_on_lists_what_each_input_and_output_holds():
 
 
 def test_describe_wait_and_describe_states_say_who_waits_for_whom():
-    a = normal(inputs=(10, 11), register_num=1, consumers=(3,))
-    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)) + a.handle(ready(2, 2, 11, 0, 0, 0)))
+    # desc 13's producer is task 4 (not task 2 itself: its ACK would stay in the unit)
+    a = normal(inputs=(10, 13), register_num=1, consumers=(3,))
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)) + a.handle(ready(4, 2, 13, 0, 0, 0)))
     a.act_done(act)
     s = a.blocked_on()
-    assert describe_wait(s) == ("waits for READY on regst descs [10, 11]; regst desc 20 has "
+    assert describe_wait(s) == ("waits for READY on regst descs [10, 13]; regst desc 20 has "
                                 "no free regst (held by tasks [3])")
     idle = {**s, "inputs_empty": [], "outputs_full": []}
     assert describe_wait(idle) == "idle"

@@ -23,7 +23,7 @@ def test_lost_ack_stalls_and_why_stuck_names_actor_and_regst(tmp_path):
     desc = next(iter(src.produced.values())).regst_desc_id
     with pytest.raises(StallError) as ei:
         with af.Session(plan, trace=tmp_path, stall_timeout=0.4, timeout=20) as s:
-            dropped = drop_one(s, ACK, piece=1)
+            dropped = drop_one(s, ACK, piece=1, dst=src.task_id)
             for i in range(4):
                 s.feed({"x": np.full(4, i, np.float32)})
             for _ in range(4):
