@@ -103,12 +103,13 @@ def e2e_table(report: Report, reps: int, before: str | None,
     cpu_rows: list[list] = []
     for stages in stage_counts:
         deliv, plain, threads, ratios, old = [], [], [], [], []
-        for _ in range(reps):
+        for rep in range(reps):
             if before is not None:
                 old.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, True, before)))
-                cpu_rows.append(["before", stages, old[-1], cpu_per_piece(stages, True, before)])
+                cpu_rows.append(["before", stages, rep, old[-1],
+                                 cpu_per_piece(stages, True, before)])
             deliv.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, True)))
-            cpu_rows.append(["this code", stages, deliv[-1], cpu_per_piece(stages, True)])
+            cpu_rows.append(["this code", stages, rep, deliv[-1], cpu_per_piece(stages, True)])
             plain.append(steady(lambda n, s=stages: flowlaunch_wall(s, n, False))
                          if undelivered else float("nan"))
             threads.append(steady(lambda n, s=stages: session_wall(s, n)))
@@ -130,9 +131,10 @@ def e2e_table(report: Report, reps: int, before: str | None,
                  baseline="pieces/s, not delivered", ratio="ratio (goal >= 0.9)",
                  keys=["stages"])
     report.table("cpu", "CPU per piece, all processes of the run together (every repeat; the "
-                 "main number on a shared box)", ["code", "stages", "pieces/s delivered",
-                                                  "us CPU per piece"], cpu_rows,
-                 figure="us CPU per piece", unit="us/piece", keys=["code", "stages"])
+                 "main number on a shared box)", ["code", "stages", "repeat",
+                                                  "pieces/s delivered", "us CPU per piece"],
+                 cpu_rows, figure="us CPU per piece", unit="us/piece",
+                 keys=["code", "stages", "repeat"])
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from tests.kernels.reference import REFS
 
 RNG = np.random.default_rng(0)

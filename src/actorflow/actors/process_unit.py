@@ -18,7 +18,6 @@ import signal
 import sys
 import time
 import traceback
-from collections import deque
 from typing import Any
 
 import msgpack
@@ -29,6 +28,7 @@ from actorflow.actors.coalesce import land_batch
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.inbound import Inbound
 from actorflow.actors.landing import land
+from actorflow.actors.machine_view import MachineView
 from actorflow.actors.memory import SharedDeviceAllocator, ShmAllocator
 from actorflow.actors.native_sockets import NativeSender
 from actorflow.actors.routing import Router
@@ -54,8 +54,6 @@ class Stopped(Exception):
 
 class ProcessUnit:
     def __init__(self, cfg: dict[str, Any]) -> None:
-        from actorflow.actors.node import MachineView
-
         self.machine_id = mid = int(cfg["machine_id"])
         self.thrd_id = tid = int(cfg["thrd_id"])
         self.name = f"machine {mid} unit {tid}"
@@ -72,7 +70,7 @@ class ProcessUnit:
                          or Recorder(plan, tag=f"m{mid}-t{tid}"))
         self.rt = rt = MachineRuntime(plan, [mid], allocator=self.alloc,
                                       units=[(mid, tid)], producer_of=view.producer_of,
-                                      recorder=self.recorder)
+                                      recorder=self.recorder, native_loops=False)
         # output pieces go to the node in batches: one copy out of the regst, then frames
         self.batcher = rt.batcher = Batcher(self._deliver)
         for t in rt.tasks:  # regsts produced by other units / remote receive buffers
@@ -208,9 +206,10 @@ class ProcessUnit:
         unit = self.unit
         if unit is None:
             return
-        for early in self.early:
-            unit.local.extend(self._take(early))
+        early = [msg for m in self.early for msg in self._take(m)]
         self.early = []
+        if early:
+            unit.push(early)
         run_unit(unit, _SocketSource(self))
 
     def wait_stop(self, limit: float = 60.0) -> None:
@@ -257,30 +256,29 @@ class _SocketSource:
         assert pu.unit is not None
         self.recv = pu._recv  # inbound validation (actors/inbound.py) before landing
         self.queue = pu.unit.inbox
-        self.take = pu._take
+        self.take_wire = pu._take
         self.check = pu._check
         self.ppid = os.getppid()
-        self.unpacked: deque[Msg] = deque()  # the rest of a received BATCH, in order
 
-    def next(self, timeout: float) -> Msg | None:
-        if self.unpacked:
-            return self.unpacked.popleft()
-        if not self.queue.empty():
-            msg = self.queue.get_nowait()
+    def take(self, timeout: float) -> list[Msg]:
+        """The commands queued here, then one wire message (a BATCH unpacked in order)."""
+        out: list[Msg] = []
+        q = self.queue
+        while not q.empty():
+            msg = q.get_nowait()
             if not isinstance(msg, Msg):
                 raise Stopped
-            return msg
-        m = self.recv(timeout)
+            out.append(msg)
+        m = self.recv(0.0 if out else timeout)
         if m is None or m is _DROPPED:
-            return None
+            return out
         if m.kind or m.metas:
-            msgs = self.take(m)
-            if not msgs:
-                return None  # a feed took it
-            if len(msgs) > 1:
-                self.unpacked.extend(msgs[1:])
-            return msgs[0]
-        return self.check(m)
+            out.extend(self.take_wire(m))  # a feed takes its CMD's arrays; a BATCH unpacks
+        else:
+            msg = self.check(m)
+            if msg is not None:
+                out.append(msg)
+        return out
 
     def idle(self) -> bool:
         if os.getppid() != self.ppid:

@@ -53,7 +53,7 @@ class VirtualMachine:
         from actorflow.eager.core import module
 
         if scheduler == "thread":
-            core = "python"  # the seed's scheduler thread is the Python reference's
+            core = "python"  # seed 000's scheduler thread is the Python reference's
         self.core: Any = module(core)
         self.state: Any = None  # the compiled core's issue side (None: Python core)
         self.timeout = timeout  # default for every wait
