@@ -10,7 +10,7 @@ from typing import Any
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad
-from actorflow.kernels.ops._infer import same
+from actorflow.kernels.ops._infer import same, work_dtype
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -35,7 +35,10 @@ def _unary(op_type: str, body: KernelFn, doc: str, float_out: bool = True) -> No
 
 def _k(fn: Any) -> KernelFn:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        fn(ctx.xp, ins["in"], outs["out"], attrs)
+        x, out = ins["in"], outs["out"]
+        if out.dtype.kind == "f" and x.dtype != work_dtype(out.dtype):  # integers and float16:
+            x = x.astype(work_dtype(out.dtype))  # in float32 or the result's dtype (log of int8
+        fn(ctx.xp, x, out, attrs)                # is no float16 log; gelu's fit needs floats)
     return kernel
 
 
@@ -102,9 +105,9 @@ def _clip(xp: Any, x: Any, out: Any, a: Attrs) -> None:
     lo, hi = a.get("min"), a.get("max")
     out[...] = x
     if lo is not None:
-        xp.maximum(out, lo, out=out, casting="unsafe")
+        xp.maximum(out, lo, out=out, dtype=out.dtype, casting="unsafe")  # bounds in the dtype
     if hi is not None:
-        xp.minimum(out, hi, out=out, casting="unsafe")
+        xp.minimum(out, hi, out=out, dtype=out.dtype, casting="unsafe")
 
 
 def _clip_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
@@ -137,6 +140,8 @@ def _relu_grad(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> N
 
 def _gelu_grad(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     xp, x, dy = ctx.xp, ins["x"], ins["dy"]
+    if x.dtype != work_dtype(x.dtype):  # float16: the derivative's terms cancel
+        x = x.astype(work_dtype(x.dtype))
     if attrs.get("approximate", "none") == "tanh":
         inner = _SQRT_2_PI * (x + 0.044715 * x * x * x)
         t = xp.tanh(inner)

@@ -84,11 +84,19 @@ def _where_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return {"out": BlobDesc(shape, result_dtype(*dtypes))}
 
 
+def _in_dtype(ctx: KernelContext, v: Any, dtype: Any) -> Any:
+    """An operand (tensor or attr number) taken in the result's dtype first, so an int64
+    beside a float number is not rounded through float64 on its way."""
+    if isinstance(v, (bool, int, float)):
+        return ctx.xp.asarray(v).astype(dtype)
+    return v if v.dtype == dtype else v.astype(dtype)
+
+
 def _where_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    x = ins["x"] if "x" in ins else attrs["x"]
-    y = ins["y"] if "y" in ins else attrs["y"]
     out = outs["out"]
-    out[...] = ctx.xp.where(ins["cond"], x, y).astype(out.dtype, copy=False)
+    x = _in_dtype(ctx, ins["x"] if "x" in ins else attrs["x"], out.dtype)
+    y = _in_dtype(ctx, ins["y"] if "y" in ins else attrs["y"], out.dtype)
+    out[...] = ctx.xp.where(ins["cond"], x, y)
 
 
 register_op(OpDef("where", ("cond", "x", "y"), _where_infer, _where_kernel,
@@ -124,8 +132,8 @@ def _masked_fill_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 def _masked_fill_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     out = outs["out"]
-    out[...] = ctx.xp.where(ins["mask"], attrs["value"], ins["in"]).astype(out.dtype,
-                                                                           copy=False)
+    out[...] = ctx.xp.where(ins["mask"], _in_dtype(ctx, attrs["value"], out.dtype),
+                            _in_dtype(ctx, ins["in"], out.dtype))
 
 
 register_op(OpDef("masked_fill", ("in", "mask"), _masked_fill_infer, _masked_fill_kernel,

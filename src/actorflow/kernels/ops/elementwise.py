@@ -9,7 +9,7 @@ from actorflow.errors import OpError
 from actorflow.kernels import dtype as dt
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad, sum_to
-from actorflow.kernels.ops._infer import broadcast_shape, same
+from actorflow.kernels.ops._infer import broadcast_shape, loop_dtype, same
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -30,7 +30,8 @@ def _floating(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 def _unary(op_type: str, fn_name: str, doc: str, floating: bool = False) -> None:
     """``floating``: integers and bools give float32 (exp, tanh: OneFlow's rule)."""
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        getattr(ctx.xp, fn_name)(ins["in"], out=outs["out"], casting="unsafe")
+        x, out = ins["in"], outs["out"]  # never in a loop narrower than the result
+        getattr(ctx.xp, fn_name)(x, out=out, casting="unsafe", **loop_dtype(out.dtype, x))
 
     infer = _floating if floating else (lambda ins, a: same(ins["in"]))
     register_op(OpDef(op_type, ("in",), infer, kernel, doc=doc, ufunc=(fn_name, "t")))
@@ -69,8 +70,11 @@ def _binary_infer(op_type: str) -> InferFn:
 
 
 def _binary_kernel(fn_name: str) -> KernelFn:
+    """Never in a loop narrower than the result (``loop_dtype``): 3 ** 5 of int8 tensors
+    is 243.0, uint8 240 times a 0-d float16 273 is 65520.0 in float32."""
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        getattr(ctx.xp, fn_name)(ins["a"], ins["b"], out=outs["out"], casting="unsafe")
+        a, b, out = ins["a"], ins["b"], outs["out"]
+        getattr(ctx.xp, fn_name)(a, b, out=out, casting="unsafe", **loop_dtype(out.dtype, a, b))
     return kernel
 
 
@@ -93,12 +97,13 @@ def _scalar_infer(op_type: str) -> InferFn:
 
 def _scalar_kernel(fn_name: str, reverse: bool) -> KernelFn:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        f = getattr(ctx.xp, fn_name)
+        f, out, x = getattr(ctx.xp, fn_name), outs["out"], ins["in"]
         s = attrs["scalar"]
+        loop = loop_dtype(out.dtype, x, s)  # as the tensor-tensor ops
         if reverse:
-            f(s, ins["in"], out=outs["out"], casting="unsafe")
+            f(s, x, out=out, casting="unsafe", **loop)
         else:
-            f(ins["in"], s, out=outs["out"], casting="unsafe")
+            f(x, s, out=out, casting="unsafe", **loop)
     return kernel
 
 

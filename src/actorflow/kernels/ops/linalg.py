@@ -8,7 +8,7 @@ from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.dtype import floating
 from actorflow.kernels.grad import register_grad
-from actorflow.kernels.ops._infer import norm_axis, result_dtype
+from actorflow.kernels.ops._infer import norm_axis, result_dtype, work_dtype
 from actorflow.kernels.ops.batched import matmul_grads
 from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
@@ -58,11 +58,23 @@ def _softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 
 def _softmax_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
+    """exp(x - max) / sum: the max is subtracted first, so [1000, 0] gives [1, 0], not NaN;
+    integers and float16 are computed in a float wide enough (``work_dtype``)."""
     xp, x, out = ctx.xp, ins["in"], outs["out"]
+    if not out.size:
+        return  # nothing to normalise (an empty axis has no max)
     axis = int(attrs.get("axis", -1))
-    xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
-    xp.exp(out, out=out)
-    out /= out.sum(axis=axis, keepdims=True)
+    work = work_dtype(out.dtype)
+    if x.dtype != work:
+        x = x.astype(work)  # int8: 127 - (-128) must not wrap
+    if work == out.dtype:
+        xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
+        xp.exp(out, out=out)
+        out /= out.sum(axis=axis, keepdims=True)
+    else:
+        e = xp.exp(x - x.max(axis=axis, keepdims=True))
+        e /= e.sum(axis=axis, keepdims=True)
+        out[...] = e
 
 
 register_op(OpDef("matmul", ("a", "b"), _matmul_infer, _matmul_kernel))

@@ -15,7 +15,7 @@ from actorflow.kernels.sbp import reduce_rule, register_sbp
 
 def _extreme(fn: str) -> Any:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        getattr(ctx.xp, fn)(ins["in"], axis=_axis_arg(attrs),
+        getattr(ctx.xp, fn)(ins["in"], axis=_axis_arg(attrs, ins["in"].ndim),
                             keepdims=bool(attrs.get("keepdims", False)), out=outs["out"])
     return kernel
 
@@ -36,7 +36,8 @@ def _arg_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 def _arg(fn: str) -> Any:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         axis = attrs.get("axis")
-        r = getattr(ctx.xp, fn)(ins["in"], axis=None if axis is None else int(axis))
+        axis = None if axis is None or not ins["in"].ndim else int(axis)
+        r = getattr(ctx.xp, fn)(ins["in"], axis=axis)
         outs["out"][...] = r.reshape(outs["out"].shape)
     return kernel
 

@@ -10,8 +10,16 @@ import numpy as np
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad
-from actorflow.kernels.ops._infer import norm_axis, result_dtype
-from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
+from actorflow.kernels.ops._infer import norm_axis, result_dtype, work_dtype
+from actorflow.kernels.registry import (
+    Arrays,
+    Attrs,
+    Blobs,
+    KernelContext,
+    KernelFn,
+    OpDef,
+    register_op,
+)
 
 
 def _reshape_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
@@ -130,19 +138,30 @@ def _reduce_infer(ins: Blobs, attrs: Attrs, mean: bool = False) -> dict[str, Blo
     return {"out": BlobDesc(tuple(shape), dtype)}
 
 
-def _axis_arg(attrs: Attrs) -> int | tuple[int, ...] | None:
+def _axis_arg(attrs: Attrs, ndim: int = 1) -> int | tuple[int, ...] | None:
+    """The axes for numpy; a 0-d tensor's axis 0 / -1 (which inference accepts, as
+    PyTorch does) is the whole of it."""
     axis = attrs.get("axis")
+    if ndim == 0:
+        return None
     return tuple(axis) if isinstance(axis, (list, tuple)) else axis
 
 
-def _reduce_sum_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    ctx.xp.sum(ins["in"], axis=_axis_arg(attrs), keepdims=bool(attrs.get("keepdims", False)),
-               out=outs["out"])
+def _reduce(fn: str) -> KernelFn:
+    """sum / mean; a float16 result is summed in float32 (as a GPU's half reduction does:
+    8430 + 57100 overflows float16 before the mean brings it back)."""
+    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
+        x, out = ins["in"], outs["out"]
+        axis, keep = _axis_arg(attrs, x.ndim), bool(attrs.get("keepdims", False))
+        if out.dtype.kind == "f" and work_dtype(out.dtype) != out.dtype:
+            out[...] = getattr(ctx.xp, fn)(x, axis=axis, keepdims=keep,
+                                           dtype=work_dtype(out.dtype))
+        else:
+            getattr(ctx.xp, fn)(x, axis=axis, keepdims=keep, out=out)
+    return kernel
 
 
-def _reduce_mean_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    ctx.xp.mean(ins["in"], axis=_axis_arg(attrs), keepdims=bool(attrs.get("keepdims", False)),
-                out=outs["out"])
+_reduce_sum_kernel, _reduce_mean_kernel = _reduce("sum"), _reduce("mean")
 
 
 register_op(OpDef("reshape", ("in",), _reshape_infer, _reshape_kernel))
