@@ -64,10 +64,11 @@ cdef extern from *:
 
 NAME = "native"
 
-DEF PRUNE_AT = 16
-DEF MAX_CHAIN = 64
-DEF RELEASE_BATCH = 32
-DEF RELEASE_BYTES = 1 << 20
+cdef enum:  # (the Python reference's constants: deps.py, chain.py, vm.py)
+    PRUNE_AT = 16
+    MAX_CHAIN = 64
+    RELEASE_BATCH = 32
+    RELEASE_BYTES = 1 << 20
 
 cdef long long _next_blob = 0
 cdef long long _next_instr = 0
