@@ -34,6 +34,7 @@ from actorflow.actors.native_sockets import NativeSender
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_loop import run_unit
+from actorflow.actors.unit_rings import UnitRings
 from actorflow.actors.unit_status import StatusResponder
 from actorflow.errors import ActorflowError, KernelError, MalformedMessage, ProtocolError
 from actorflow.plan.io import plan_from_bytes
@@ -79,11 +80,15 @@ class ProcessUnit:
                     rt.memory[i] = self.alloc.allocate(view.descs[i])
         rt.pin_copy_buffers()
         unit_addrs = {(int(m), int(t)): a for m, t, a in cfg["unit_addrs"]}
-        # messages to peer units go in one BATCH per peer per loop turn (actors/coalesce.py)
-        # other machines: through the compiled core's libzmq driver when it runs
+        # messages to peer units: records through shared-memory rings (actors/unit_rings.py)
+        # when the node made them, else one BATCH per peer per loop turn (actors/coalesce.py);
+        # to other machines through the compiled core's libzmq driver when it runs
+        self.rings = UnitRings(cfg["rings"], tid) if cfg.get("rings") else None
+        links = {unit_addrs[(mid, p)]: self.rings.batch(p, f"machine {mid} unit {p}")
+                 for p in self.rings.peers} if self.rings is not None else None
         self.native = NativeSender() if native_sockets.unavailable() is None else None
         self.router = Router(mid, view.routing, self.outbox, rt.memory, {}, unit_addrs,
-                             coalesce=True, native=self.native)
+                             coalesce=True, links=links, native=self.native)
         rt.remote_send = self.router.send
         rt.coalesced = self.router
         self.unit = next(iter(rt.units.values())) if rt.units else None
@@ -240,6 +245,8 @@ class ProcessUnit:
     def close(self, flush: bool) -> None:
         if self.status is not None:
             self.status.close()
+        if self.rings is not None:
+            self.rings.close()
         self.recorder.close()
         self.rt.close_streams()
         self.inbox.close()
@@ -248,9 +255,10 @@ class ProcessUnit:
 
 
 class _SocketSource:
-    """A process unit's messages: its own inbox socket, plus the commands its runtime
-    queued itself (a fed piece's CMD); the blocking receive wakes every ``WAIT`` seconds
-    to check that the node is alive."""
+    """A process unit's messages: the records its peer units put in its rings (when it has
+    them), its own inbox socket (other machines, its node), and the commands its runtime
+    queued itself (a fed piece's CMD).  One wait covers rings and socket together; it wakes
+    every ``WAIT`` seconds to check that the node is alive."""
 
     def __init__(self, pu: ProcessUnit) -> None:
         assert pu.unit is not None
@@ -258,10 +266,21 @@ class _SocketSource:
         self.queue = pu.unit.inbox
         self.take_wire = pu._take
         self.check = pu._check
+        self.check_head = pu._check_head
+        self.inbound = pu.inbound
         self.ppid = os.getppid()
+        self.rings = pu.rings
+        self.routing = pu.inbound.routing
+        self.mid = pu.machine_id
+        if self.rings is not None:
+            from actorflow._core import _zq
+
+            self.wait_any = _zq.wait_any
+            self.sockets = [_zq.ZqSocket(pu.inbox.handle, pu.inbox, pu.inbox.name)]
 
     def take(self, timeout: float) -> list[Msg]:
-        """The commands queued here, then one wire message (a BATCH unpacked in order)."""
+        """The commands queued here, then what the rings hold, then one wire message (a
+        BATCH unpacked in order)."""
         out: list[Msg] = []
         q = self.queue
         while not q.empty():
@@ -269,6 +288,15 @@ class _SocketSource:
             if not isinstance(msg, Msg):
                 raise Stopped
             out.append(msg)
+        if self.rings is not None:
+            self._from_rings(out)
+            if not out and timeout > 0:
+                rings, sockets = self.wait_any(self.rings.inbox, self.sockets, timeout)
+                if rings:
+                    self._from_rings(out)
+                if not sockets:
+                    return out
+            timeout = 0.0
         m = self.recv(0.0 if out else timeout)
         if m is None or m is _DROPPED:
             return out
@@ -279,6 +307,23 @@ class _SocketSource:
             if msg is not None:
                 out.append(msg)
         return out
+
+    def _from_rings(self, out: list[Msg]) -> None:
+        """Records from the rings, each checked like a wire message and against its ring:
+        the sender task must live on the unit that writes that ring."""
+        assert self.rings is not None
+        for writer, header in self.rings.take():
+            msg = self.check_head(header)
+            if msg is None:
+                continue
+            if self.routing.get(msg.src) != (self.mid, writer):
+                err = self.inbound.reject(
+                    f"a record in the ring of unit {writer} claims sender task {msg.src}, "
+                    "which that unit does not host", f"machine {self.mid} unit {writer}")
+                if self.inbound.strict:
+                    raise err
+                continue
+            out.append(msg)
 
     def idle(self) -> bool:
         if os.getppid() != self.ppid:

@@ -9,7 +9,7 @@ actors of one unit never get here (the unit keeps them local).  With ``coalesce=
 process unit) messages to other unit processes wait in a per-peer ``PeerBatch`` until the
 unit loop calls ``flush()`` (actors/coalesce.py); messages to a node always go at once.
 ``links`` replaces the batch of a peer unit of this machine by one of the same shape that
-goes another way than a socket (the rings between unit processes); ``native``
+goes through a shared-memory ring instead of a socket (actors/unit_rings.py); ``native``
 sends the actor messages that use sockets through the compiled core's libzmq driver
 (actors/native_sockets.py: a regst's frames without a copy, the GIL released in waits).
 """
