@@ -10,7 +10,7 @@ import pytest
 import actorflow as af
 from actorflow import errors
 from actorflow.actors.process_hosting import error_from_body
-from actorflow.actors.runtime import ThreadUnit
+from actorflow.actors.thread_unit import ThreadUnit
 from actorflow.errors import ActorflowError, InputError, InternalError, RunError
 
 ROOTS = {ActorflowError, InputError, RunError}

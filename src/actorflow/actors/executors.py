@@ -23,7 +23,8 @@ from actorflow.streams.cuda import DeviceStream
 from actorflow.streams.stream import Stream
 
 if TYPE_CHECKING:
-    from actorflow.actors.runtime import MachineRuntime, ThreadUnit
+    from actorflow.actors.runtime import MachineRuntime
+    from actorflow.actors.thread_unit import ThreadUnit
 
 Executor = Callable[["ActorHost", Act], None]
 EXECUTORS: Registry[Executor] = Registry("executor for task type")

@@ -23,7 +23,7 @@ from actorflow.protocol.messages import Act, Msg
 
 if TYPE_CHECKING:
     from actorflow._core.unit_core import NativeUnitCore
-    from actorflow.actors.runtime import ThreadUnit
+    from actorflow.actors.thread_unit import ThreadUnit
 
 Copy = tuple[int, int, int, list[int], list[int]]  # src desc, dst desc, bytes, addresses
 
