@@ -89,6 +89,7 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
     cdef int32_t i, ndone
     cdef af_action *x
     cdef af_inbox *dest
+    cdef void *outlet
     cdef af_actor *a
     cdef af_act *act
     cdef int started, rc, mode, tracing
@@ -117,7 +118,17 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
                         with gil:
                             raise ProtocolError(f"{c.name}: the inbox of task {x.msg.dst}'s "
                                                 "unit cannot take more messages")
+                    continue
+                outlet = af_route_ring(r, x.msg.dst)  # a peer unit process (ring_loop.pxi)
+                if outlet != NULL:
+                    rc = af_ring_put(r, outlet, &x.msg)
+                    while rc == EINTR:
+                        rc = af_ring_put(r, outlet, &x.msg)
+                    if rc:
+                        with gil:
+                            shell.ring_failed(c._msg(&x.msg), rc)
                 else:
+                    py_ran[0] = 1  # Python may hold it (coalesced): the loop flushes
                     with gil:
                         shell.send(c._msg(&x.msg))
             elif x.kind == AF_A_ACT:
