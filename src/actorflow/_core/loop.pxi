@@ -68,6 +68,12 @@ cdef int take_out(NativeUnitCore c, af_out *work) except -1 nogil:
         memcpy(work.a, c.u.out.a, <size_t>n * sizeof(af_action))
     work.n = n
     c.u.out.n = 0
+    return record_seen(c)
+
+
+cdef int record_seen(NativeUnitCore c) except -1 nogil:
+    """What the core saw (messages handed to actors, messages sent) into its trace."""
+    cdef af_action *x
     if c.tr.mode == AF_TR_FLIGHT:
         for i in range(c.u.seen.n):
             x = &c.u.seen.a[i]

@@ -9,6 +9,7 @@ the same unit go through a local deque and never touch a queue or a socket.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -37,6 +38,7 @@ from actorflow.errors import (
     InternalError,
     KernelError,
     ProtocolError,
+    UsageError,
     WaitTimeout,
 )
 from actorflow.plan.memory import check_fits, desc_bytes
@@ -91,26 +93,28 @@ class ThreadUnit:
             self.actors[t.task_id] = ActorHost(t, rt, self.stream, self)
         # the native loop: a compiled core on an inline CPU stream, recorded by the standard
         # recorder units (or none); other units run the Python shell below over their core
-        rec = self.rec
-        if (rt.native_loops and isinstance(self.core, NativeUnitCore)
-                and type(self.stream) is CpuStream
+        rec, core = self.rec, self.core
+        if not isinstance(core, NativeUnitCore):
+            return
+        if (rt.native_loops and type(self.stream) is CpuStream
                 and (rec is None or type(rec) in (FlightUnit, TraceUnit))):
             self.native = True
-            core = self.core
-            if isinstance(rec, FlightUnit):
-                self.native_rec = NativeFlight(core, self.key, rec.size)
-            elif isinstance(rec, TraceUnit):
+            if isinstance(rec, TraceUnit):
                 self.native_rec = NativeTrace(core, self.key, rec.writer, rec.size,
                                               rec.buffer_size)
-            if self.native_rec is not None and rt.recorder is not None:
-                rt.recorder.adopt(self.key, self.native_rec)
             self.timed = None  # the compiled loop records every event itself
+        if type(rec) is FlightUnit:  # the core keeps the flight ring (either shell)
+            self.native_rec = NativeFlight(core, self.key, rec.size)
+        if self.native_rec is not None and rt.recorder is not None:
+            rt.recorder.adopt(self.key, self.native_rec)
 
     def plan(self) -> None:
-        """How the native loop runs each act (once the runtime's memory is complete)."""
+        """How the native loop runs each act (once the runtime's memory is complete), and
+        whether it spins before it sleeps."""
         if self.native:
             assert isinstance(self.core, NativeUnitCore)
             plan_acts(self.core, self.actors, self.runtime.memory)
+            self.core.set_spin(spin_ns(sum(u.native for u in self.runtime.units.values())))
 
     def start(self) -> None:
         # completions wake the loop (no polling); process units poll their socket instead
@@ -250,6 +254,23 @@ class ThreadUnit:
                 acts = core.push(())
             else:
                 return
+
+
+SPIN_ENV = "ACTORFLOW_SPIN_US"
+
+
+def spin_ns(busy_threads: int) -> int:
+    """How long a native loop spins for a message before it sleeps: ``ACTORFLOW_SPIN_US``
+    (default 0), and never when the process's unit threads outnumber its cores (a spinning
+    loop would take the core the sender needs)."""
+    try:
+        us = float(os.environ.get(SPIN_ENV, "0") or 0)
+    except ValueError:
+        raise UsageError(f"{SPIN_ENV}={os.environ[SPIN_ENV]!r} is not a number of "
+                         "microseconds") from None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    return int(us * 1000) if busy_threads < cores else 0
 
 
 class _QueueSource:

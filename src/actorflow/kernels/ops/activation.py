@@ -62,15 +62,28 @@ def _sigmoid(xp: Any, x: Any, out: Any, a: Attrs) -> None:
     out[...] = xp.where(x >= 0, pos, e * pos)
 
 
-def erf(xp: Any, x: Any) -> Any:
-    """erf(x) to ~1e-7 relative (Numerical Recipes' erfc Chebyshev fit, any array module)."""
+def erfc_abs(xp: Any, x: Any) -> Any:
+    """erfc(|x|) to ~1e-7 relative (Numerical Recipes' Chebyshev fit, any array module)."""
     z = xp.abs(x)
     t = 1.0 / (1.0 + 0.5 * z)
     poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
         -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
             -0.82215223 + t * 0.17087277))))))))
-    erfc = t * xp.exp(-z * z + poly)
-    return xp.where(x >= 0, 1.0 - erfc, erfc - 1.0)
+    return t * xp.exp(-z * z + poly)
+
+
+def normal_cdf(xp: Any, x: Any) -> Any:
+    """Phi(x) = erfc(-x / sqrt 2) / 2, taken from erfc on the side where it is small, so a
+    tail stays accurate (Phi(-5) = 2.9e-7 is not 1 + (erfc - 1) / 2 in float32)."""
+    half = 0.5 * erfc_abs(xp, x * (1.0 / math.sqrt(2.0)))
+    return xp.where(x >= 0, 1.0 - half, half)
+
+
+def _sigmoid_pair(xp: Any, u: Any) -> tuple[Any, Any]:
+    """(sigmoid(u), sigmoid(-u)), neither computed as 1 - the other (no cancellation)."""
+    e = xp.exp(-xp.abs(u))
+    big, small = 1.0 / (1.0 + e), e / (1.0 + e)
+    return xp.where(u >= 0, big, small), xp.where(u >= 0, small, big)
 
 
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
@@ -78,10 +91,11 @@ _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 
 def _gelu(xp: Any, x: Any, out: Any, a: Attrs) -> None:
     if a.get("approximate", "none") == "tanh":
-        inner = _SQRT_2_PI * (x + 0.044715 * x * x * x)
-        out[...] = 0.5 * x * (1.0 + xp.tanh(inner))
+        # 0.5 (1 + tanh u) = sigmoid(2u): no 1 + tanh cancelling for a negative x
+        s, _ = _sigmoid_pair(xp, 2.0 * _SQRT_2_PI * (x + 0.044715 * x * x * x))
+        out[...] = x * s
     else:
-        out[...] = 0.5 * x * (1.0 + erf(xp, x * (1.0 / math.sqrt(2.0))))
+        out[...] = x * normal_cdf(xp, x)
 
 
 def _silu(xp: Any, x: Any, out: Any, a: Attrs) -> None:
@@ -143,13 +157,12 @@ def _gelu_grad(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> N
     if x.dtype != work_dtype(x.dtype):  # float16: the derivative's terms cancel
         x = x.astype(work_dtype(x.dtype))
     if attrs.get("approximate", "none") == "tanh":
-        inner = _SQRT_2_PI * (x + 0.044715 * x * x * x)
-        t = xp.tanh(inner)
-        d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_PI * (1.0 + 3 * 0.044715 * x * x)
+        # d/dx x sigmoid(2u) = s + 2 x s (1 - s) u', with 1 - s = sigmoid(-2u) (stable)
+        s, not_s = _sigmoid_pair(xp, 2.0 * _SQRT_2_PI * (x + 0.044715 * x * x * x))
+        d = s + 2.0 * x * s * not_s * _SQRT_2_PI * (1.0 + 3 * 0.044715 * x * x)
     else:
-        cdf = 0.5 * (1.0 + erf(xp, x * (1.0 / math.sqrt(2.0))))
         pdf = xp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-        d = cdf + x * pdf
+        d = normal_cdf(xp, x) + x * pdf
     xp.multiply(dy, d, out=outs["out"], casting="unsafe")
 
 

@@ -72,14 +72,21 @@ def _binary_infer(op_type: str) -> InferFn:
 def _binary_kernel(fn_name: str) -> KernelFn:
     """Never in a loop narrower than the result (``loop_dtype``): 3 ** 5 of int8 tensors
     is 243.0, uint8 240 times a 0-d float16 273 is 65520.0 in float32."""
+    int_loops = fn_name == "power"  # the only one of these giving floats from integers
+
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         a, b, out = ins["a"], ins["b"], outs["out"]
-        getattr(ctx.xp, fn_name)(a, b, out=out, casting="unsafe", **loop_dtype(out.dtype, a, b))
+        getattr(ctx.xp, fn_name)(a, b, out=out, casting="unsafe",
+                                 **loop_dtype(out.dtype, a, b, int_loops=int_loops))
     return kernel
 
 
 for _t, _fn in BINARY.items():
-    register_op(OpDef(_t, ("a", "b"), _binary_infer(_t), _binary_kernel(_fn), ufunc=(_fn, "tt")))
+    # pow has no plain ufunc form: integer tensors give a float result, which numpy's
+    # integer power loop would not (it wraps, or refuses negative exponents); the kernel
+    # chooses the loop (loop_dtype), a VM calling np.power directly could not
+    register_op(OpDef(_t, ("a", "b"), _binary_infer(_t), _binary_kernel(_fn),
+                      ufunc=None if _t == "pow" else (_fn, "tt")))
 
 
 def _scalar_infer(op_type: str) -> InferFn:
@@ -99,7 +106,7 @@ def _scalar_kernel(fn_name: str, reverse: bool) -> KernelFn:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         f, out, x = getattr(ctx.xp, fn_name), outs["out"], ins["in"]
         s = attrs["scalar"]
-        loop = loop_dtype(out.dtype, x, s)  # as the tensor-tensor ops
+        loop = loop_dtype(out.dtype, x, s, int_loops=fn_name == "power")  # as tensor-tensor
         if reverse:
             f(s, x, out=out, casting="unsafe", **loop)
         else:
