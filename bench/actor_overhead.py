@@ -1,12 +1,12 @@
 """Runtime overhead per act: acts/s for empty kernels, against calling the kernels directly.
 
-A plan ``source(constant) -> K x (identity | nop)`` (no output task: nothing leaves the
+A plan ``source(constant) -> K x (identity | test_nop)`` (no output task: nothing leaves the
 runtime) runs ``PIECES`` pieces with every actor on one thread, and with the chain split
 over two threads, on both actor cores in the same run (``ACTORFLOW_CORE=python`` and the
 compiled one).  ``identity`` is a kind with no Python kernel on the compiled core (a memcpy
-in its loop, no GIL); ``nop`` is an empty Python kernel.  The baseline calls the very same
-kernel functions in a plain Python loop, so ``overhead/act = (runtime time - baseline
-time) / acts`` is what the actor machinery costs.
+in its loop, no GIL); ``test_nop`` is an empty Python kernel (registered here).  The
+baseline calls the very same kernel functions in a plain Python loop, so ``overhead/act =
+(runtime time - baseline time) / acts`` is what the actor machinery costs.
 
     python bench/actor_overhead.py [--pieces 20000] [--repeats 5] [--profile]
                                    [--quick] [--json OUT.jsonl]
@@ -30,6 +30,14 @@ from _util import Report, bench_args, median_of
 import actorflow as af
 from actorflow import _core
 from actorflow.kernels import KernelContext, get_op
+from actorflow.kernels.registry import OpDef, register_op
+
+
+def _nothing(ctx: KernelContext, ins: dict, outs: dict, attrs: dict) -> None:
+    """An empty Python kernel: what an act costs when its kernel does nothing."""
+
+
+register_op(OpDef("test_nop", ("in",), lambda ins, attrs: {"out": ins["in"]}, _nothing))
 
 
 def chain_plan(k: int, threads: int, register_num: int, pieces: int,
@@ -102,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = []
     cores = ["python"] + (["native"] if _core.native_error() is None else [])
-    for op in ("identity", "nop"):
+    for op in ("identity", "test_nop"):
         for k in args.chain:
             acts = n * (k + 1)
             base = median_of(lambda k=k, op=op: run_direct(k, n, op), args.repeats)
@@ -127,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     Report(__file__, args).table(
         "overhead",
         f"Actor overhead: {n} pieces, empty kernels on a (1,) float32 (identity: no Python "
-        f"kernel on the compiled core; nop: an empty Python kernel), median of {args.repeats}",
+        f"kernel on the compiled core; test_nop: an empty Python kernel), median of {args.repeats}",
         ["kernel", "core", "actors", "threads", "register_num", "acts", "acts/s (wall)",
          "acts per CPU s", "speedup vs python core", "direct calls/s",
          "time ratio (runtime/direct)", "overhead us/act (wall)",

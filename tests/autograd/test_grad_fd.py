@@ -91,7 +91,7 @@ NO_RULE = {  # ops no gradient flows through: generators, state, boxing, integer
     "ne", "one_hot", "random_normal", "relu_grad", "scalar_eq", "scalar_ge", "scalar_gt",
     "scalar_le", "scalar_logical_and", "scalar_logical_or", "scalar_logical_xor", "scalar_lt",
     "scalar_ne", "sleep", "stamp", "strided_slice_grad", "variable", "variable_load",
-    "variable_part", "variable_save", "fail", "fill_like", "nop"}
+    "variable_part", "variable_save", "fail", "fill_like"}
 
 
 def test_every_op_has_a_rule_or_is_listed_as_having_none():

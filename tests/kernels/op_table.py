@@ -144,7 +144,6 @@ TABLE: dict[str, OpCase] = _cases(
       {"variable": {"logical_shape": [4, 6], "begin": [0, 2], "end": [4, 4], "init": "zeros"}}),
     C("stamp", {}, {"shape": [3], "dtype": "int64"}, piece=0, compare="first"),
     C("variable_save", {}, compare="stateful"), C("variable_load", {}, compare="stateful"),
-    C("nop", {"in": A}, compare="stateful"),  # writes nothing: its output is what it held
     # tests' and benchmarks' ops: they pass their input through
     C("sleep", {"in": A}, {"ms": 1}), C("busy", {"in": A}, {"iters": 2, "size": 64}),
     C("fail", {"in": A}, {"piece": 5}),  # only raises on piece 5

@@ -45,7 +45,6 @@ EXEMPT = {
     "busy": "a test op: burns CPU, passes its input through",
     "fail": "a test op: raises on a chosen piece",
     "stamp": "a test op: writes the piece id",
-    "nop": "a test op: writes nothing (a benchmark's floor)",
 }
 
 

@@ -139,6 +139,7 @@ cdef extern from "<pthread.h>" nogil:
         pass
     int pthread_mutex_init(pthread_mutex_t *m, void *attr)
     int pthread_mutex_lock(pthread_mutex_t *m)
+    int pthread_mutex_trylock(pthread_mutex_t *m)
     int pthread_mutex_unlock(pthread_mutex_t *m)
     int pthread_mutex_destroy(pthread_mutex_t *m)
 
@@ -146,6 +147,8 @@ cdef extern from "inbox.h" nogil:
     ctypedef struct af_inbox:
         af_ring q
         int sleeping, stop, poke, ready
+        int32_t pending
+        int64_t spin_ns
     int af_inbox_init(af_inbox *b)
     void af_inbox_free(af_inbox *b)
     int af_inbox_put(af_inbox *b, const af_msg *m, int32_t n)

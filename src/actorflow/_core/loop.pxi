@@ -68,6 +68,12 @@ cdef int take_out(NativeUnitCore c, af_out *work) except -1 nogil:
         memcpy(work.a, c.u.out.a, <size_t>n * sizeof(af_action))
     work.n = n
     c.u.out.n = 0
+    return record_seen(c)
+
+
+cdef int record_seen(NativeUnitCore c) except -1 nogil:
+    """What the core saw (messages handed to actors, messages sent) into its trace."""
+    cdef af_action *x
     if c.tr.mode == AF_TR_FLIGHT:
         for i in range(c.u.seen.n):
             x = &c.u.seen.a[i]
@@ -84,7 +90,8 @@ cdef int take_out(NativeUnitCore c, af_out *work) except -1 nogil:
 
 
 cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
-               int64_t **done_p, int32_t *done_cap, int *py_ran) except -1 nogil:
+               int64_t **done_p, int32_t *done_cap, int *py_ran,
+               int *py_sent) except -1 nogil:
     """Carry out the actions in ``work``, hand the acts back, repeat until none is left."""
     cdef int32_t i, ndone
     cdef af_action *x
@@ -118,6 +125,7 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
                             raise ProtocolError(f"{c.name}: the inbox of task {x.msg.dst}'s "
                                                 "unit cannot take more messages")
                 else:
+                    py_sent[0] = 1
                     with gil:
                         shell.send(c._msg(&x.msg))
             elif x.kind == AF_A_ACT:
@@ -184,6 +192,7 @@ cdef int run_loop(NativeUnitCore c, object shell, NativeRouter router) except -1
     cdef int rc = 0
     cdef int stop = 0
     cdef int py_ran = 0
+    cdef int py_sent = 0
     cdef af_router *r = &router.r
     memset(&work, 0, sizeof(af_out))
     af_ring_init(&batch, sizeof(af_msg))
@@ -193,6 +202,10 @@ cdef int run_loop(NativeUnitCore c, object shell, NativeRouter router) except -1
             while c.u.live > 0:
                 batch.head = 0
                 batch.len = 0
+                if py_sent and not c.inbox.pending:  # held messages go out before a sleep
+                    py_sent = 0
+                    with gil:
+                        shell.flush()
                 n = af_inbox_take(&c.inbox, &batch, timeout_ns)
                 if n == 0:
                     if c.inbox.stop:
@@ -214,13 +227,15 @@ cdef int run_loop(NativeUnitCore c, object shell, NativeRouter router) except -1
                 if rc:
                     with gil:
                         c._raise()
-                carry(c, shell, r, &work, &done, &done_cap, &py_ran)
+                carry(c, shell, r, &work, &done, &done_cap, &py_ran, &py_sent)
                 if py_ran or c.tr.nsealed:
                     py_ran = 0
                     with gil:
                         if c.tr.nsealed:
                             shell.flush_trace()
                         timeout_ns = shell.wait_ns()  # a Python act may have batched output
+        if py_sent:
+            shell.flush()
         if c.u.live == 0:
             shell.finish()
     finally:

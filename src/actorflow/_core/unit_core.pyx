@@ -80,6 +80,14 @@ cdef class NativeUnitCore:
         af_inbox_free(&self.inbox)
         pthread_mutex_destroy(&self.mu)
 
+    cdef void _lock(self):
+        """Take the core's mutex; wait for it with the GIL released only when the loop
+        holds it (a plain lock would hand the GIL around on every call)."""
+        if pthread_mutex_trylock(&self.mu) == 0:
+            return
+        with nogil:
+            pthread_mutex_lock(&self.mu)
+
     cdef int _mine(self) except -1:
         if os.getpid() != self.pid:
             raise ProtocolError(
@@ -110,8 +118,7 @@ cdef class NativeUnitCore:
         try:
             for i in range(n):
                 to_record(items[i], &recs[i])
-            with nogil:
-                pthread_mutex_lock(&self.mu)
+            self._lock()
             self.u.out.n = 0
             self.u.seen.n = 0
             rc = af_unit_push(&self.u, recs, n)
@@ -128,8 +135,7 @@ cdef class NativeUnitCore:
         cdef int started = 0
         cdef int rc = 0
         done = [(a.task_id, a.act_id) for a in acts]
-        with nogil:
-            pthread_mutex_lock(&self.mu)
+        self._lock()
         try:
             self.u.out.n = 0
             self.u.seen.n = 0
@@ -169,9 +175,12 @@ cdef class NativeUnitCore:
         self.u.err_unit = 0
         raise ProtocolError(text)
 
-    cdef void _record(self):
-        """Hand what the C core saw to the recorder, in order (trace hooks)."""
+    cdef int _record(self) except -1:
+        """Hand what the C core saw to the recorder, in order (trace hooks): the core's own
+        trace when it keeps one (``trace_flight``), else the Python recorder's hooks."""
         cdef af_action *x
+        if self.tr.mode != AF_TR_NONE:
+            return record_seen(self)
         timed, ring = self.timed, self.ring
         for i in range(self.u.seen.n):
             x = &self.u.seen.a[i]
@@ -183,6 +192,7 @@ cdef class NativeUnitCore:
             elif x.act != 2:  # the flight ring: received, and sent to other units
                 ring(self._msg(&x.msg))
         self.u.seen.n = 0
+        return 0
 
     cdef object _msg(self, const af_msg *m):
         return self.Msg(m.type, m.src, m.dst, m.desc, m.slot, m.piece, m.seq, m.msg_id, m.cmd,
@@ -223,6 +233,11 @@ cdef class NativeUnitCore:
             return [self._msg(<af_msg *>af_ring_at(&out, i)) for i in range(n)]
         finally:
             af_ring_free(&out)
+
+    def set_spin(self, long long ns):
+        """Spin up to ``ns`` for a record before the loop sleeps (0: never; worth it only
+        while the process has a core per busy thread)."""
+        self.inbox.spin_ns = ns
 
     def stop_loop(self):
         """End the native loop at its next wake-up (from any thread)."""
@@ -291,8 +306,7 @@ cdef class NativeUnitCore:
 
     def flight(self):
         """(count ever written, [(handed to an actor here?, header), ...] oldest first)."""
-        with nogil:
-            pthread_mutex_lock(&self.mu)
+        self._lock()
         try:
             count, size = self.tr.fl_count, self.tr.fl_size
             first = max(0, count - size)
@@ -306,8 +320,7 @@ cdef class NativeUnitCore:
         (the sealed ones, then what the buffer holds); the buffer starts again empty."""
         cdef af_chunk *c
         out = []
-        with nogil:
-            pthread_mutex_lock(&self.mu)
+        self._lock()
         try:
             for i in range(self.tr.nsealed):
                 c = &self.tr.sealed[i]
@@ -331,8 +344,7 @@ cdef class NativeUnitCore:
 
     def peek_trace(self):
         """The packed events not yet taken, without taking them (for dumps)."""
-        with nogil:
-            pthread_mutex_lock(&self.mu)
+        self._lock()
         try:
             data = (<char *>self.tr.w)[:self.tr.nw * 8] if self.tr.nw else b""
             return data, [[self.tr.cmds[k].word, self.tr.cmds[k].cmd, self.tr.cmds[k].aux]
@@ -381,8 +393,7 @@ cdef class NativeUnitCore:
         from any thread while the native loop runs (under the core's mutex)."""
         self._mine()
         order = sorted(range(self.u.n), key=lambda j: self.u.actors[j].task_id)
-        with nogil:
-            pthread_mutex_lock(&self.mu)
+        self._lock()
         try:
             return [blocked(&self.u.actors[i], self.labels_py[i]) for i in order]
         finally:

@@ -9,6 +9,7 @@ the same unit go through a local deque and never touch a queue or a socket.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -37,6 +38,7 @@ from actorflow.errors import (
     InternalError,
     KernelError,
     ProtocolError,
+    UsageError,
     WaitTimeout,
 )
 from actorflow.plan.memory import check_fits, desc_bytes
@@ -69,6 +71,9 @@ class ThreadUnit:
         self.core: UnitCore | None = None
         self.native = False  # the whole loop runs in the compiled core (native_unit.py)
         self.native_rec: NativeFlight | NativeTrace | None = None  # its trace, if recorded
+        # its own sender to other machines, batching per loop turn (thread_hosting.py); None:
+        # the runtime's remote_send
+        self.remote: Coalesced | None = None
         self.thread: threading.Thread | None = None
         self.woken = False  # True once the stream wakes this unit (thread units)
         # trace hooks (actorflow.trace.recorder), None = no calls at all: ``ring`` is the
@@ -91,26 +96,28 @@ class ThreadUnit:
             self.actors[t.task_id] = ActorHost(t, rt, self.stream, self)
         # the native loop: a compiled core on an inline CPU stream, recorded by the standard
         # recorder units (or none); other units run the Python shell below over their core
-        rec = self.rec
-        if (rt.native_loops and isinstance(self.core, NativeUnitCore)
-                and type(self.stream) is CpuStream
+        rec, core = self.rec, self.core
+        if not isinstance(core, NativeUnitCore):
+            return
+        if (rt.native_loops and type(self.stream) is CpuStream
                 and (rec is None or type(rec) in (FlightUnit, TraceUnit))):
             self.native = True
-            core = self.core
-            if isinstance(rec, FlightUnit):
-                self.native_rec = NativeFlight(core, self.key, rec.size)
-            elif isinstance(rec, TraceUnit):
+            if isinstance(rec, TraceUnit):
                 self.native_rec = NativeTrace(core, self.key, rec.writer, rec.size,
                                               rec.buffer_size)
-            if self.native_rec is not None and rt.recorder is not None:
-                rt.recorder.adopt(self.key, self.native_rec)
             self.timed = None  # the compiled loop records every event itself
+        if type(rec) is FlightUnit:  # the core keeps the flight ring (either shell)
+            self.native_rec = NativeFlight(core, self.key, rec.size)
+        if self.native_rec is not None and rt.recorder is not None:
+            rt.recorder.adopt(self.key, self.native_rec)
 
     def plan(self) -> None:
-        """How the native loop runs each act (once the runtime's memory is complete)."""
+        """How the native loop runs each act (once the runtime's memory is complete), and
+        whether it spins before it sleeps."""
         if self.native:
             assert isinstance(self.core, NativeUnitCore)
             plan_acts(self.core, self.actors, self.runtime.memory)
+            self.core.set_spin(spin_ns(sum(u.native for u in self.runtime.units.values())))
 
     def start(self) -> None:
         # completions wake the loop (no polling); process units poll their socket instead
@@ -184,13 +191,15 @@ class ThreadUnit:
         return BATCH_WAIT if batcher is not None and batcher.pending else WAIT
 
     def holding(self) -> bool:
-        out = self.runtime.coalesced
-        return out is not None and out.pending
+        out, mine = self.runtime.coalesced, self.remote
+        return (out is not None and out.pending) or (mine is not None and mine.pending)
 
     def flush(self) -> None:
         out = self.runtime.coalesced
         if out is not None:
             out.flush()
+        if self.remote is not None:
+            self.remote.flush()
 
     def idle(self) -> None:
         if self.runtime.batcher is not None:
@@ -250,6 +259,23 @@ class ThreadUnit:
                 acts = core.push(())
             else:
                 return
+
+
+SPIN_ENV = "ACTORFLOW_SPIN_US"
+
+
+def spin_ns(busy_threads: int) -> int:
+    """How long a native loop spins for a message before it sleeps: ``ACTORFLOW_SPIN_US``
+    (default 0), and never when the process's unit threads outnumber its cores (a spinning
+    loop would take the core the sender needs)."""
+    try:
+        us = float(os.environ.get(SPIN_ENV, "0") or 0)
+    except ValueError:
+        raise UsageError(f"{SPIN_ENV}={os.environ[SPIN_ENV]!r} is not a number of "
+                         "microseconds") from None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    return int(us * 1000) if busy_threads < cores else 0
 
 
 class _QueueSource:
@@ -396,6 +422,9 @@ class MachineRuntime:
             return
         u = self.route.get(msg.dst)
         if u is None:
+            if from_unit is not None and from_unit.remote is not None:
+                from_unit.remote.send(msg)
+                return
             if self.remote_send is not None:
                 self.remote_send(msg)
                 return

@@ -1,5 +1,4 @@
-"""Ops for tests and benchmarks: sleep, busy, fail pass their input through; stamp is a source;
-nop is an empty Python kernel (its output is whatever its regst held)."""
+"""Ops for tests and benchmarks: sleep, busy, fail pass their input through; stamp is a source."""
 
 from __future__ import annotations
 
@@ -57,8 +56,6 @@ def _stamp_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -
 
 register_op(OpDef("stamp", (), _stamp_infer, _stamp_kernel,
                   doc="a source writing only element 0 (the piece id): transport benches"))
-register_op(OpDef("nop", ("in",), _pass, lambda ctx, ins, outs, attrs: None,
-                  doc="an empty Python kernel (runtime overhead benches)"))
 register_op(OpDef("sleep", ("in",), _pass, _sleep_kernel, doc="sleep attrs.ms, then copy"))
 register_op(OpDef("busy", ("in",), _pass, _busy_kernel, doc="burn CPU in numpy, then copy"))
 register_op(OpDef("fail", ("in",), _pass, _fail_kernel, doc="raise on attrs.piece (-1: always)"))
