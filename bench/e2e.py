@@ -47,7 +47,8 @@ SMALL, LARGE = 2000, 12000  # pieces of the two runs whose difference is the ste
 _CPU: dict[tuple, float] = {}  # (stages, pieces, deliver, src) -> CPU s of the last run
 
 
-def flowlaunch_wall(stages: int, pieces: int, deliver: bool, src: str | None = None) -> float:
+def flowlaunch_wall(stages: int, pieces: int, deliver: bool, src: str | None = None,
+                    machines: int = 1, unit: str = "process") -> float:
     """The master's wall seconds of one ``flowlaunch sim`` run (``src``: run the actorflow
     of another checkout's ``src/`` instead, for before/after tables)."""
     env = dict(os.environ, E2E_STAGES=str(stages), E2E_DELIVER="1" if deliver else "0")
@@ -55,13 +56,13 @@ def flowlaunch_wall(stages: int, pieces: int, deliver: bool, src: str | None = N
         env["PYTHONPATH"] = src
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run([sys.executable, "-m", "actorflow.launcher.cli", "sim", JOB,
-                        "--machines", "1", "--unit", "process", "--pieces", str(pieces),
+                        "--machines", str(machines), "--unit", unit, "--pieces", str(pieces),
                         "--json", "--quiet", "--heartbeat-timeout", "10"],
                        env=env, capture_output=True, text=True, timeout=600)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     # every process of the run (launcher, worker, unit processes) is reaped by its parent,
     # so its CPU time lands in this process's RUSAGE_CHILDREN
-    _CPU[(stages, pieces, deliver, src)] = (after.ru_utime + after.ru_stime
+    _CPU[(stages, pieces, deliver, src, machines)] = (after.ru_utime + after.ru_stime
                                            - before.ru_utime - before.ru_stime)
     if r.returncode != 0:
         raise SystemExit(f"flowlaunch failed ({r.returncode}):\n{r.stderr}")
@@ -85,7 +86,7 @@ def set_sizes(small: int, large: int) -> None:
 def cpu_per_piece(stages: int, deliver: bool, src: str | None = None) -> float:
     """Steady-state CPU microseconds per piece, all processes together, of the last pair
     of runs (CPU time is much less stretched by a loaded box than wall time)."""
-    key = (stages, LARGE, deliver, src), (stages, SMALL, deliver, src)
+    key = (stages, LARGE, deliver, src, 1), (stages, SMALL, deliver, src, 1)
     return 1e6 * (_CPU[key[0]] - _CPU[key[1]]) / (LARGE - SMALL)
 
 
@@ -198,6 +199,30 @@ def e2e_table(report: Report, reps: int, before: str | None,
                  keys=["code", "stages", "repeat"])
 
 
+def machines_table(report: Report, reps: int, before: str | None) -> None:
+    """The 2-stage chain with each stage on its own simulated machine (3 machines, thread
+    units, tcp between them): each core, and ``--before``'s checkout, in the same run."""
+    rows, vals = [], {}
+    codes = [(c, None) for c in cores()] + ([("before", before)] if before else [])
+    for _ in range(reps):
+        for code, src in codes:
+            if src is None:
+                os.environ["ACTORFLOW_CORE"] = code
+            vals.setdefault(code, []).append(steady(
+                lambda n, src=src: flowlaunch_wall(2, n, True, src, machines=3, unit="thread")))
+    os.environ.pop("ACTORFLOW_CORE", None)
+    ref = statistics.median(vals["before" if before else "python"])
+    for code, _src in codes:
+        v = statistics.median(vals[code])
+        rows.append([code, v, ref, v / ref])
+    report.table("machines", "Echo chain, 2 stages, each stage on its own machine (flowlaunch sim "
+                 f"--machines 3 --unit thread, tcp), median of {reps}",
+                 ["code", "pieces/s delivered", "reference pieces/s",
+                  "ratio (goal >= 3 vs before)"], rows, figure="pieces/s delivered",
+                 unit="pieces/s", baseline="reference pieces/s",
+                 ratio="ratio (goal >= 3 vs before)", keys=["code"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int)
@@ -212,6 +237,7 @@ def main() -> None:
     report = Report(__file__, args)
     e2e_table(report, reps, os.path.join(args.before, "src") if args.before else None,
               (2,) if args.quick else (2, 4), undelivered=not args.quick, quick=args.quick)
+    machines_table(report, reps, os.path.join(args.before, "src") if args.before else None)
     if not (args.quick or args.no_hop):
         import transport
 

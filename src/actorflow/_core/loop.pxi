@@ -90,7 +90,8 @@ cdef int record_seen(NativeUnitCore c) except -1 nogil:
 
 
 cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
-               int64_t **done_p, int32_t *done_cap, int *py_ran) except -1 nogil:
+               int64_t **done_p, int32_t *done_cap, int *py_ran,
+               int *py_sent) except -1 nogil:
     """Carry out the actions in ``work``, hand the acts back, repeat until none is left."""
     cdef int32_t i, ndone
     cdef af_action *x
@@ -134,7 +135,7 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
                         with gil:
                             shell.ring_failed(c._msg(&x.msg), rc)
                 else:
-                    py_ran[0] = 1  # Python may hold it (coalesced): the loop flushes
+                    py_sent[0] = 1
                     with gil:
                         shell.send(c._msg(&x.msg))
             elif x.kind == AF_A_ACT:
@@ -201,6 +202,7 @@ cdef int run_loop(NativeUnitCore c, object shell, NativeRouter router) except -1
     cdef int rc = 0
     cdef int stop = 0
     cdef int py_ran = 0
+    cdef int py_sent = 0
     cdef af_router *r = &router.r
     memset(&work, 0, sizeof(af_out))
     af_ring_init(&batch, sizeof(af_msg))
@@ -210,6 +212,10 @@ cdef int run_loop(NativeUnitCore c, object shell, NativeRouter router) except -1
             while c.u.live > 0:
                 batch.head = 0
                 batch.len = 0
+                if py_sent and not c.inbox.pending:  # held messages go out before a sleep
+                    py_sent = 0
+                    with gil:
+                        shell.flush()
                 n = af_inbox_take(&c.inbox, &batch, timeout_ns)
                 if n == 0:
                     if c.inbox.stop:
@@ -231,13 +237,15 @@ cdef int run_loop(NativeUnitCore c, object shell, NativeRouter router) except -1
                 if rc:
                     with gil:
                         c._raise()
-                carry(c, shell, r, &work, &done, &done_cap, &py_ran)
+                carry(c, shell, r, &work, &done, &done_cap, &py_ran, &py_sent)
                 if py_ran or c.tr.nsealed:
                     py_ran = 0
                     with gil:
                         if c.tr.nsealed:
                             shell.flush_trace()
                         timeout_ns = shell.wait_ns()  # a Python act may have batched output
+        if py_sent:
+            shell.flush()
         if c.u.live == 0:
             shell.finish()
     finally:

@@ -104,7 +104,7 @@ cdef int run_ring_loop(NativeUnitCore c, object shell, NativeRouter router,
     cdef int64_t *done = NULL
     cdef int32_t done_cap = 64
     cdef int32_t n, got, bad
-    cdef int rc = 0, e = 0, ready = 0, stop = 0, py_ran = 0
+    cdef int rc = 0, e = 0, ready = 0, stop = 0, py_ran = 0, py_sent = 0
     cdef af_router *r = &router.r
     cdef R.af_msg tmp[_RING_TAKE]
     cdef uint32_t origins[_RING_TAKE]
@@ -131,7 +131,8 @@ cdef int run_ring_loop(NativeUnitCore c, object shell, NativeRouter router,
                 if n == 0:
                     if c.inbox.stop:
                         break
-                    if py_ran:  # Python may hold coalesced sends: out before we sleep
+                    if py_sent or py_ran:  # held (coalesced) sends go out before a sleep;
+                        py_sent = 0        # a Python act may have batched output
                         py_ran = 0
                         with gil:
                             shell.flush()
@@ -165,7 +166,7 @@ cdef int run_ring_loop(NativeUnitCore c, object shell, NativeRouter router,
                 if rc:
                     with gil:
                         c._raise()
-                carry(c, shell, r, &work, &done, &done_cap, &py_ran)
+                carry(c, shell, r, &work, &done, &done_cap, &py_ran, &py_sent)
                 if c.tr.nsealed:
                     with gil:
                         shell.flush_trace()

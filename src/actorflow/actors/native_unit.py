@@ -94,6 +94,10 @@ class NativeShell:
     def send(self, msg: Msg) -> None:
         self._send(msg, self.unit)
 
+    def flush(self) -> None:
+        """Send the messages held for other machines (before the loop sleeps)."""
+        self.unit.flush()
+
     def lost(self, msg: Msg) -> None:
         """The message fault injection lost (``MachineRuntime.lose_first``)."""
         self.unit.runtime.lost.append(msg)

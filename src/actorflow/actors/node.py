@@ -30,6 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from actorflow.actors import unit_wire as uw
+from actorflow.actors.coalesce import unpack
 from actorflow.actors.hosting import (
     Deliver,
     DeliverBatch,
@@ -295,8 +296,17 @@ class MachineNode:
 
     def _handle(self, m: Message) -> None:
         """Validate a received message (``actors/inbound.py``) before it is landed."""
-        if not isinstance(m.kind, int) or not uw.MSG <= m.kind <= uw.STATES:
+        if not isinstance(m.kind, int) or not uw.MSG <= m.kind <= uw.BATCH:
             self._malformed(self.inbound.reject(f"message kind {m.kind!r:.20}"))
+            return
+        if m.kind == uw.BATCH:  # a thread unit's messages of one loop turn, in order
+            try:
+                subs = list(unpack(m, self.name))
+            except MalformedMessage as e:
+                self._malformed(e)
+                return
+            for sub in subs:
+                self._handle(sub)
             return
         try:
             if m.kind == uw.MSG:

@@ -71,6 +71,9 @@ class ThreadUnit:
         self.core: UnitCore | None = None
         self.native = False  # the whole loop runs in the compiled core (native_unit.py)
         self.native_rec: NativeFlight | NativeTrace | None = None  # its trace, if recorded
+        # its own sender to other machines, batching per loop turn (thread_hosting.py); None:
+        # the runtime's remote_send
+        self.remote: Coalesced | None = None
         self.thread: threading.Thread | None = None
         self.woken = False  # True once the stream wakes this unit (thread units)
         # trace hooks (actorflow.trace.recorder), None = no calls at all: ``ring`` is the
@@ -188,13 +191,15 @@ class ThreadUnit:
         return BATCH_WAIT if batcher is not None and batcher.pending else WAIT
 
     def holding(self) -> bool:
-        out = self.runtime.coalesced
-        return out is not None and out.pending
+        out, mine = self.runtime.coalesced, self.remote
+        return (out is not None and out.pending) or (mine is not None and mine.pending)
 
     def flush(self) -> None:
         out = self.runtime.coalesced
         if out is not None:
             out.flush()
+        if self.remote is not None:
+            self.remote.flush()
 
     def idle(self) -> None:
         if self.runtime.batcher is not None:
@@ -417,6 +422,9 @@ class MachineRuntime:
             return
         u = self.route.get(msg.dst)
         if u is None:
+            if from_unit is not None and from_unit.remote is not None:
+                from_unit.remote.send(msg)
+                return
             if self.remote_send is not None:
                 self.remote_send(msg)
                 return

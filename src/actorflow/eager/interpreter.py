@@ -20,6 +20,7 @@ from actorflow.eager.env import get_vm
 from actorflow.eager.tensor import caller_where
 from actorflow.errors import ArgumentTypeError, UsageError
 from actorflow.kernels.blob import BlobDesc
+from actorflow.kernels.ops._infer import loop_dtype
 
 CACHE_LIMIT = 4096
 
@@ -146,14 +147,18 @@ def _ufunc(ufunc: Any, ins: list[Any], attrs: dict[str, Any], outs: tuple,
     what numpy gives; found by a one-element dry run (host only; devices always cast)."""
     if ufunc is None:
         return None
-    if device.type != "cpu" or len(outs) != 1:
-        return (*ufunc, True)
     fn, form = ufunc
     args: list[Any] = [np.zeros(1, m.dtype) for m in ins]
     if form in ("ts", "st"):
         args.insert(0 if form == "st" else 1, attrs["scalar"])
     elif form == "t0":
         args.append(0)
+    if len(outs) == 1 and np.dtype(outs[0][1].dtype).kind == "f" and loop_dtype(
+            outs[0][1].dtype, *args):
+        return None  # numpy's own loop would be narrower than the result (tanh of int8 in
+        #              float16): the kernel picks the loop (kernels/ops/_infer.loop_dtype)
+    if device.type != "cpu" or len(outs) != 1:
+        return (*ufunc, True)
     out = np.empty(1, outs[0][1].dtype)
     try:
         with np.errstate(all="ignore"):
