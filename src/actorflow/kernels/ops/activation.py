@@ -11,6 +11,7 @@ from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad
 from actorflow.kernels.ops._infer import same
+from actorflow.kernels.ops.elementwise import scalar_as
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -35,7 +36,15 @@ def _unary(op_type: str, body: KernelFn, doc: str, float_out: bool = True) -> No
 
 def _k(fn: Any) -> KernelFn:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        fn(ctx.xp, ins["in"], outs["out"], attrs)
+        x, out = ins["in"], outs["out"]
+        if out.dtype == "float16":  # computed in float32 and rounded once, as a GPU's half
+            wide = ctx.xp.empty(out.shape, "float32")  # kernels do (x**3 overflows at 40)
+            fn(ctx.xp, x.astype("float32"), wide, attrs)
+            out[...] = wide
+            return
+        if x.dtype != out.dtype:  # ints and bools: computed in the float type they give
+            x = x.astype(out.dtype)
+        fn(ctx.xp, x, out, attrs)
     return kernel
 
 
@@ -114,7 +123,8 @@ def _clip_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 
 def _fill_like(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    outs["out"].fill(attrs["value"])
+    out = outs["out"]
+    out.fill(scalar_as(attrs["value"], out.dtype))
 
 
 _unary("log", _k(_log), "natural logarithm")
@@ -132,12 +142,19 @@ register_op(OpDef("fill_like", ("in",), lambda ins, a: same(ins["in"]), _fill_li
 
 # -- fused gradient kernels (no gradient of their own) ------------------------------------
 def _relu_grad(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    ctx.xp.multiply(ins["dy"], ins["y"] > 0, out=outs["out"], casting="unsafe")
+    # where, not dy * (y > 0): an inf or NaN dy where y <= 0 gives 0, not NaN
+    outs["out"][...] = ctx.xp.where(ins["y"] > 0, ins["dy"], 0)
 
 
 def _gelu_grad(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     xp, x, dy = ctx.xp, ins["x"], ins["dy"]
-    if attrs.get("approximate", "none") == "tanh":
+    if x.dtype == "float16":  # in float32 (x**3 of half values overflows at 40)
+        x, dy = x.astype("float32"), dy.astype("float32")
+    tanh_form = attrs.get("approximate", "none") == "tanh"
+    # past +-10 (tanh form) or +-40 the derivative is exactly its limit, 1 or 0; clipped
+    # there so x**2 and x**3 cannot overflow into 0 * inf = NaN
+    x = xp.clip(x, -10.0, 10.0) if tanh_form else xp.clip(x, -40.0, 40.0)
+    if tanh_form:
         inner = _SQRT_2_PI * (x + 0.044715 * x * x * x)
         t = xp.tanh(inner)
         d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_PI * (1.0 + 3 * 0.044715 * x * x)
@@ -156,9 +173,16 @@ def _grad_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return same(dy)
 
 
+def _gelu_grad_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
+    dy, x = ins["dy"], ins["x"]
+    if not dy.dtype.startswith("float") or x.dtype != dy.dtype:
+        raise OpError(f"dy and x must be of one floating dtype, got {dy.dtype} and {x.dtype}")
+    return _grad_infer(ins, attrs)
+
+
 register_op(OpDef("relu_grad", ("dy", "y"), _grad_infer, _relu_grad,
                   doc="dy where y > 0, else 0"))
-register_op(OpDef("gelu_grad", ("dy", "x"), _grad_infer, _gelu_grad, doc="dy * gelu'(x)"))
+register_op(OpDef("gelu_grad", ("dy", "x"), _gelu_grad_infer, _gelu_grad, doc="dy * gelu'(x)"))
 
 register_sbp(["log", "sqrt", "rsqrt", "sigmoid", "gelu", "silu", "softplus", "abs", "clip",
               "fill_like"], unary_rule(linear=False))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from actorflow.errors import OpError
 from actorflow.kernels import dtype as dt
 from actorflow.kernels.blob import BlobDesc
@@ -27,12 +29,23 @@ def _floating(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return {"out": BlobDesc(d.shape, dt.floating(d.dtype))}
 
 
-def _unary(op_type: str, fn_name: str, doc: str, floating: bool = False) -> None:
-    """``floating``: integers and bools give float32 (exp, tanh: OneFlow's rule)."""
-    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        getattr(ctx.xp, fn_name)(ins["in"], out=outs["out"], casting="unsafe")
+def _no_bool(op_type: str) -> InferFn:
+    def infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
+        if ins["in"].dtype == "bool":
+            raise OpError(f"{op_type} of a bool tensor is not supported (as in torch); use "
+                          "logical_not, or cast it to an integer dtype first")
+        return same(ins["in"])
+    return infer
 
-    infer = _floating if floating else (lambda ins, a: same(ins["in"]))
+
+def _unary(op_type: str, fn_name: str, doc: str, floating: bool = False) -> None:
+    """``floating``: integers and bools give float32 (exp, tanh: OneFlow's rule), computed
+    in float32 (numpy alone would pick float16 for bool and 8-bit inputs)."""
+    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
+        out = outs["out"]
+        getattr(ctx.xp, fn_name)(ins["in"], out=out, dtype=out.dtype, casting="unsafe")
+
+    infer = _floating if floating else _no_bool(op_type)
     register_op(OpDef(op_type, ("in",), infer, kernel, doc=doc, ufunc=(fn_name, "t")))
 
 
@@ -41,7 +54,7 @@ def _identity_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs
 
 
 def _relu_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    ctx.xp.maximum(ins["in"], 0, out=outs["out"])
+    ctx.xp.maximum(ins["in"], 0, out=outs["out"], casting="unsafe")  # bool: the input
 
 
 register_op(OpDef("identity", ("in",), lambda ins, a: same(ins["in"]), _identity_kernel))
@@ -69,8 +82,12 @@ def _binary_infer(op_type: str) -> InferFn:
 
 
 def _binary_kernel(fn_name: str) -> KernelFn:
+    """Computed in the result dtype, as OneFlow's kernels are: ``pow`` of two int tensors
+    is a float power (2 ** -1 is 0.5), ``int64 + float16`` adds in float16."""
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        getattr(ctx.xp, fn_name)(ins["a"], ins["b"], out=outs["out"], casting="unsafe")
+        out = outs["out"]
+        getattr(ctx.xp, fn_name)(ins["a"], ins["b"], out=out, dtype=out.dtype,
+                                 casting="unsafe")
     return kernel
 
 
@@ -87,18 +104,29 @@ def _scalar_infer(op_type: str) -> InferFn:
         dtype = dt.with_scalar(d.dtype, dt.scalar_category(s))
         if op_type in ("scalar_div", "scalar_rdiv"):
             dtype = dt.floating(dtype)
+        if op_type == "scalar_pow" and dt.category(dtype) < 2 and scalar_as(s, dtype) < 0:
+            raise OpError(f"an integer tensor ({d.dtype}) to the power {s}: integers to "
+                          "negative integer powers are not allowed (as in torch); give a "
+                          "float exponent or cast the tensor to a float dtype")
         return {"out": BlobDesc(d.shape, dtype)}
     return infer
+
+
+def scalar_as(value: Any, dtype: Any) -> Any:
+    """A Python number converted into ``dtype`` as OneFlow converts an op's scalar: a cast
+    (an int wraps: ``int8 + 300`` adds 44; a float rounds), never an overflow error."""
+    return np.asarray(value).astype(dtype)[()]
 
 
 def _scalar_kernel(fn_name: str, reverse: bool) -> KernelFn:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         f = getattr(ctx.xp, fn_name)
-        s = attrs["scalar"]
+        out = outs["out"]
+        s = scalar_as(attrs["scalar"], out.dtype)
         if reverse:
-            f(s, ins["in"], out=outs["out"], casting="unsafe")
+            f(s, ins["in"], out=out, dtype=out.dtype, casting="unsafe")
         else:
-            f(ins["in"], s, out=outs["out"], casting="unsafe")
+            f(ins["in"], s, out=out, dtype=out.dtype, casting="unsafe")
     return kernel
 
 

@@ -59,7 +59,11 @@ def _softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 def _softmax_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     xp, x, out = ctx.xp, ins["in"], outs["out"]
-    axis = int(attrs.get("axis", -1))
+    if out.size == 0:  # nothing to normalise (and numpy has no max of nothing)
+        return
+    if x.dtype != out.dtype:  # ints and bools: in the float type they give
+        x = x.astype(out.dtype)
+    axis = int(attrs.get("axis", -1)) if x.ndim else None  # 0-d: the one element
     xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
     xp.exp(out, out=out)
     out /= out.sum(axis=axis, keepdims=True)

@@ -31,7 +31,9 @@ def _log_softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 def _log_softmax_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     xp, x, out = ctx.xp, ins["in"], outs["out"]
-    axis = int(attrs.get("axis", -1))
+    if out.size == 0:  # nothing to normalise (and numpy has no max of nothing)
+        return
+    axis = int(attrs.get("axis", -1)) if x.ndim else None
     xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
     out -= xp.log(xp.exp(out).sum(axis=axis, keepdims=True))
 
@@ -88,8 +90,9 @@ def _ce_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> N
 def _ce_grad_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     x, t, dy = ins["logits"], ins["target"], ins["dy"]
     _ce_check(x, t)
-    if dy.shape != t.shape:
-        raise OpError(f"dy has shape {dy.shape}, expected {t.shape}")
+    if dy.shape != t.shape or dy.dtype != x.dtype:
+        raise OpError(f"dy is {dy.dtype} {dy.shape}, expected the logits' dtype {x.dtype} "
+                      f"and shape {t.shape}")
     return same(x)
 
 
@@ -130,6 +133,12 @@ def _ln_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return same(d)
 
 
+def _wide(x: Any) -> Any:
+    """float16 statistics are taken in float32 (as a GPU's half kernels do): (x - mean)**2
+    of half values overflows at 256."""
+    return x.astype("float32") if x.dtype == "float16" else x
+
+
 def _ln_stats(xp: Any, x: Any, attrs: Attrs) -> tuple[Any, Any, tuple[int, ...]]:
     axes = _ln_axes(x.shape, attrs)
     mean = x.mean(axis=axes, keepdims=True)
@@ -139,14 +148,14 @@ def _ln_stats(xp: Any, x: Any, attrs: Attrs) -> tuple[Any, Any, tuple[int, ...]]
 
 
 def _ln_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    x = ins["in"]
+    x = _wide(ins["in"])
     mean, rstd, _ = _ln_stats(ctx.xp, x, attrs)
     out = outs["out"]
     out[...] = (x - mean) * rstd
 
 
 def _ln_grad_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    x, dy = ins["x"], ins["dy"]
+    x, dy = _wide(ins["x"]), _wide(ins["dy"])
     mean, rstd, axes = _ln_stats(ctx.xp, x, attrs)
     xhat = (x - mean) * rstd
     out = outs["out"]
@@ -155,8 +164,9 @@ def _ln_grad_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs)
 
 
 def _ln_grad_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
-    if ins["dy"].shape != ins["x"].shape:
-        raise OpError(f"dy has shape {ins['dy'].shape}, x {ins['x'].shape}")
+    if ins["dy"].shape != ins["x"].shape or ins["dy"].dtype != ins["x"].dtype:
+        raise OpError(f"dy ({ins['dy'].dtype} {ins['dy'].shape}) must have x's dtype and "
+                      f"shape ({ins['x'].dtype} {ins['x'].shape})")
     return _ln_infer({"in": ins["x"]}, attrs)
 
 
@@ -210,10 +220,21 @@ def _gather_grad_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: At
     # every array module has (scatter-add is not in every one)
     xp, dy, idx, out = ctx.xp, ins["dy"], ins["index"], outs["out"]
     n = out.shape[0]
-    flat = idx.reshape(-1) % n if idx.size else idx.reshape(-1)
-    hot = (flat.reshape(-1, 1) == xp.arange(n).reshape(1, -1)).astype(out.dtype)
+    if idx.size == 0 or out.size == 0:  # no row was read
+        out.fill(0)
+        return
+    flat = idx.reshape(-1) % n
+    picked = flat.reshape(-1, 1) == xp.arange(n).reshape(1, -1)
     rows = dy.reshape(flat.shape[0], -1)
-    out[...] = xp.matmul(hot.T, rows).reshape(out.shape)
+    finite = xp.isfinite(rows)
+    # 0 * inf is NaN: the matmul sums the finite values only, so an inf or NaN of one row
+    # reaches only the row it was read from
+    total = xp.matmul(picked.T.astype(out.dtype), xp.where(finite, rows, 0))
+    if not bool((~finite).any().item()):
+        out[...] = total.reshape(out.shape)
+        return
+    odd = xp.where(picked.T[:, :, None] & ~finite[None], rows[None], 0).sum(axis=1)
+    out[...] = (total + odd).reshape(out.shape)
 
 
 register_op(OpDef("gather", ("in", "index"), _gather_infer, _gather_kernel,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad
 from actorflow.kernels.ops._infer import norm_axis
@@ -15,15 +16,28 @@ from actorflow.kernels.sbp import reduce_rule, register_sbp
 
 def _extreme(fn: str) -> Any:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        getattr(ctx.xp, fn)(ins["in"], axis=_axis_arg(attrs),
+        getattr(ctx.xp, fn)(ins["in"], axis=_axis_arg(attrs, ins["in"].ndim),
                             keepdims=bool(attrs.get("keepdims", False)), out=outs["out"])
     return kernel
+
+
+def _nonempty(d: BlobDesc, attrs: Attrs, what: str) -> None:
+    """A max, min or arg of nothing is undefined: refused (as torch), not left to numpy."""
+    axis = attrs.get("axis")
+    axes = range(len(d.shape)) if axis is None else [axis] if isinstance(axis, int) else axis
+    for a in axes:
+        if d.shape and d.shape[norm_axis(int(a), len(d.shape))] == 0:
+            raise OpError(f"{what} of an empty axis ({norm_axis(int(a), len(d.shape))} of "
+                          f"shape {d.shape}) is undefined: it has no identity")
 
 
 def _arg_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     axis = attrs.get("axis")
     keep = bool(attrs.get("keepdims", False))
+    if axis is None and 0 in d.shape:
+        raise OpError(f"argmax/argmin of an empty tensor {d.shape} is undefined")
+    _nonempty(d, attrs, "argmax/argmin")
     if axis is None:
         shape: tuple[int, ...] = tuple(1 for _ in d.shape) if keep else ()
     else:
@@ -36,13 +50,23 @@ def _arg_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 def _arg(fn: str) -> Any:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         axis = attrs.get("axis")
-        r = getattr(ctx.xp, fn)(ins["in"], axis=None if axis is None else int(axis))
+        x = ins["in"]
+        r = getattr(ctx.xp, fn)(x, axis=None if axis is None or x.ndim == 0 else int(axis))
         outs["out"][...] = r.reshape(outs["out"].shape)
     return kernel
 
 
-register_op(OpDef("reduce_max", ("in",), _reduce_infer, _extreme("amax")))
-register_op(OpDef("reduce_min", ("in",), _reduce_infer, _extreme("amin")))
+def _extreme_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
+    """The reduced shape (as sums); the input's dtype (a max of int8 is int8, not int64)."""
+    out = _reduce_infer(ins, attrs)["out"]
+    if attrs.get("axis") is None and 0 in ins["in"].shape:
+        raise OpError(f"max/min of an empty tensor {ins['in'].shape} is undefined")
+    _nonempty(ins["in"], attrs, "max/min")
+    return {"out": BlobDesc(out.shape, ins["in"].dtype)}
+
+
+register_op(OpDef("reduce_max", ("in",), _extreme_infer, _extreme("amax")))
+register_op(OpDef("reduce_min", ("in",), _extreme_infer, _extreme("amin")))
 register_op(OpDef("argmax", ("in",), _arg_infer, _arg("argmax"),
                   doc="index of the largest element along attr axis (None: flattened)"))
 register_op(OpDef("argmin", ("in",), _arg_infer, _arg("argmin")))

@@ -130,19 +130,25 @@ def _reduce_infer(ins: Blobs, attrs: Attrs, mean: bool = False) -> dict[str, Blo
     return {"out": BlobDesc(tuple(shape), dtype)}
 
 
-def _axis_arg(attrs: Attrs) -> int | tuple[int, ...] | None:
+def _axis_arg(attrs: Attrs, ndim: int = 1) -> int | tuple[int, ...] | None:
+    """The reduced axes for the array module; a 0-d tensor's axis 0 (or -1, which
+    inference allows as torch does) is the whole tensor."""
     axis = attrs.get("axis")
+    if ndim == 0:
+        return None
     return tuple(axis) if isinstance(axis, (list, tuple)) else axis
 
 
-def _reduce_sum_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    ctx.xp.sum(ins["in"], axis=_axis_arg(attrs), keepdims=bool(attrs.get("keepdims", False)),
-               out=outs["out"])
-
-
-def _reduce_mean_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    ctx.xp.mean(ins["in"], axis=_axis_arg(attrs), keepdims=bool(attrs.get("keepdims", False)),
-                out=outs["out"])
+def _reduce_kernel(fn: str) -> Any:
+    def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
+        x, out = ins["in"], outs["out"]
+        axis, keep = _axis_arg(attrs, x.ndim), bool(attrs.get("keepdims", False))
+        if out.dtype == "float16":  # summed in float32, as a GPU's half kernels do: a
+            # float16 sum overflows at 65504 even where the result does not
+            out[...] = getattr(ctx.xp, fn)(x, axis=axis, keepdims=keep, dtype="float32")
+        else:
+            getattr(ctx.xp, fn)(x, axis=axis, keepdims=keep, out=out)
+    return kernel
 
 
 register_op(OpDef("reshape", ("in",), _reshape_infer, _reshape_kernel))
@@ -150,9 +156,9 @@ register_op(OpDef("transpose", ("in",), _transpose_infer, _transpose_kernel))
 register_op(OpDef("cast", ("in",), _cast_infer, _cast_kernel))
 register_op(OpDef("concat", (), _concat_infer, _concat_kernel, variadic=True))
 register_op(OpDef("slice", ("in",), _slice_infer, _slice_kernel))
-register_op(OpDef("reduce_sum", ("in",), _reduce_infer, _reduce_sum_kernel))
+register_op(OpDef("reduce_sum", ("in",), _reduce_infer, _reduce_kernel("sum")))
 register_op(OpDef("reduce_mean", ("in",), lambda i, a: _reduce_infer(i, a, mean=True),
-                  _reduce_mean_kernel))
+                  _reduce_kernel("mean")))
 
 
 # -- gradient rules (kernels/grad.py) ---------------------------------------------------------
