@@ -104,10 +104,6 @@ def _scalar_infer(op_type: str) -> InferFn:
         dtype = dt.with_scalar(d.dtype, dt.scalar_category(s))
         if op_type in ("scalar_div", "scalar_rdiv"):
             dtype = dt.floating(dtype)
-        if op_type == "scalar_pow" and dt.category(dtype) < 2 and scalar_as(s, dtype) < 0:
-            raise OpError(f"an integer tensor ({d.dtype}) to the power {s}: integers to "
-                          "negative integer powers are not allowed (as in torch); give a "
-                          "float exponent or cast the tensor to a float dtype")
         return {"out": BlobDesc(d.shape, dtype)}
     return infer
 
