@@ -7,7 +7,7 @@ installs: the failure is printed as a warning and actorflow runs on its Python c
 compiled core"):
 
 - one extension per ``.pyx`` listed in ``MODULES`` (module name -> extra C sources); every
-  ``*.h`` of ``_core/`` is a dependency of every module, so a header edit rebuilds;
+  ``*.h``/``*.pxi`` of ``_core/`` is a dependency of every module, so an edit rebuilds;
 - ``ACTORFLOW_CORE_SANITIZE=address,undefined`` builds with those sanitizers (CI's
   sanitizer run); ``ACTORFLOW_CORE_DEBUG=1`` builds with ``-O0 -g`` for gdb;
 - ``ACTORFLOW_CORE_BUILD=0`` skips the compiled core altogether (the fallback path).
@@ -27,6 +27,7 @@ CORE = os.path.join("src", "actorflow", "_core")
 # module (under actorflow._core) -> extra C sources; add a line to add a module
 MODULES: dict[str, list[str]] = {
     "_records": [],
+    "unit_core": [],
     "_eager": [],
     "_rings": [],
     "_zq": [],
@@ -79,19 +80,21 @@ def _extensions() -> list[Extension]:
         _warn("Cython", e)
         return []
     cflags, ldflags = _flags()
-    headers = sorted(glob(os.path.join(CORE, "*.h")))
+    headers = sorted(glob(os.path.join(CORE, "*.h")) + glob(os.path.join(CORE, "*.pxi")))
     exts = [Extension(f"actorflow._core.{name}",
                       sources=[os.path.join(CORE, f"{name}.pyx"), *extra],
                       include_dirs=[CORE], depends=headers,
                       extra_compile_args=cflags, extra_link_args=ldflags)
             for name, extra in MODULES.items()]
-    try:
-        return cythonize(exts, language_level=3, quiet=True,
-                         compiler_directives={"boundscheck": False, "wraparound": False,
-                                              "initializedcheck": False})
-    except Exception as e:  # a .pyx that does not translate: install without the core
-        _warn("cythonize", e)
-        return []
+    built = []
+    for ext in exts:  # one at a time: a .pyx that does not translate leaves only itself out
+        try:
+            built += cythonize([ext], language_level=3, quiet=True,
+                               compiler_directives={"boundscheck": False, "wraparound": False,
+                                                    "initializedcheck": False})
+        except Exception as e:
+            _warn(f"cythonize {ext.name}", e)
+    return built
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

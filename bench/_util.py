@@ -151,7 +151,9 @@ class Report:
 
         ``bench``, ``table`` (``name``, stable across runs; the title may carry numbers),
         ``title``; ``params`` (the ``keys`` columns: what the row is about, by default every
-        column before ``figure``); ``figure`` (the column measured), ``value``, ``unit``
+        column before ``figure`` but the baseline's and the ratio's; a baseline that is
+        a setting, such as a timeout, may be named as a key); ``figure`` (the column
+        measured), ``value``, ``unit``
         (or the row's ``unit_column``); ``baseline`` (the column measured in the same run
         to compare with) and ``baseline_value``; ``ratio`` (the ``ratio`` column, else
         value / baseline_value) and ``ratio_of`` (which); ``columns`` (every cell);
@@ -165,7 +167,16 @@ class Report:
         for c in (figure, baseline, ratio, unit_column, *(keys or ())):
             if c is not None and c not in col:
                 raise KeyError(f"{self.bench} table {name!r}: no column {c!r} in {headers}")
-        keys = list(keys) if keys is not None else list(headers[:col[figure]])
+        measured = {figure, baseline, ratio}
+        keys = list(keys) if keys is not None else [h for h in headers[:col[figure]]
+                                                     if h not in measured]
+        if {figure, ratio} & set(keys):
+            raise KeyError(f"{self.bench} table {name!r}: a measured column is among the "
+                           f"keys {keys}")
+        ids = [tuple(str(r[col[k]]) for k in keys) for r in rows]
+        if len(set(ids)) != len(ids):
+            raise KeyError(f"{self.bench} table {name!r}: rows share the keys {keys}; add "
+                           "the column that tells them apart")
         context = self._context_now()
         with open(self.path, "a") as f:
             for r in rows:

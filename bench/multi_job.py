@@ -16,7 +16,9 @@
    units (machines as nodes over tcp, one process per unit) are both measured.
 
 Requests are synchronous (``run`` waits for its result), as a user calling from a thread
-would make them.  Medians of ``--repeats``; nothing here asserts a timing.
+would make them.  Both tables run on each actor core in the same run (``core``: the
+compiled one where it is built, and ``ACTORFLOW_CORE=python``).  Medians of ``--repeats``;
+nothing here asserts a timing.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _util import Report, bench_args, median_of
 
 import actorflow as af
+from actorflow import _core
 
 
 def lone_job(name: str = "lone", size: int = 0) -> af.Job:
@@ -146,19 +149,24 @@ def main() -> int:
         args.requests, args.repeats, args.size = 3, 1, 32
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     report = Report(__file__, args)
+    cores = ["python"] + (["native"] if _core.native_error() is None else [])
+    switch, conc = [], []
+    for core in cores:  # the same tables on each core, one after the other in this run
+        os.environ["ACTORFLOW_CORE"] = core  # read when a runtime is built (and by units)
+        switch += [[core, *r] for r in switch_overhead(args.requests, args.repeats, args.size)]
+        conc += [[core, *concurrency(u, args.size, args.requests, args.repeats)]
+                 for u in ("thread", "process")]
+    os.environ.pop("ACTORFLOW_CORE", None)
     report.table("switch", "Job switch overhead (latency of one request, median)",
-                 ["lone job", "single-job plan us", "main job + push/pull us", "ratio",
-                  "main job, push_pull=False us", "ratio (goal <= 1.2)"],
-                 switch_overhead(args.requests, args.repeats, args.size),
+                 ["core", "lone job", "single-job plan us", "main job + push/pull us", "ratio",
+                  "main job, push_pull=False us", "ratio (goal <= 1.2)"], switch,
                  figure="main job + push/pull us", unit="us", baseline="single-job plan us",
-                 ratio="ratio", keys=["lone job"])
-    rows = [concurrency(u, args.size, args.requests, args.repeats)
-            for u in ("thread", "process")]
+                 ratio="ratio", keys=["core", "lone job"])
     report.table("concurrent", "Two non-conflicting jobs (A on machine 0, B on machine 1), "
                  "synchronous requests",
-                 ["units", "requests", "serial req/s", "concurrent req/s",
-                  "ratio (goal >= 1.8)"], rows, figure="concurrent req/s", unit="requests/s",
-                 baseline="serial req/s", ratio="ratio (goal >= 1.8)")
+                 ["core", "units", "requests", "serial req/s", "concurrent req/s",
+                  "ratio (goal >= 1.8)"], conc, figure="concurrent req/s", unit="requests/s",
+                 baseline="serial req/s", ratio="ratio (goal >= 1.8)", keys=["core", "units"])
     return 0
 
 

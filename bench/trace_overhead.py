@@ -17,7 +17,9 @@ The three modes run interleaved in each repeat; the table shows medians and the 
 against "off" measured in the same run, plus two steadier CPU ratios for a shared, loaded
 box: "paired" is the median over repeats of (this mode / off) within one repeat (adjacent
 runs share the load of the moment), "min" compares the least disturbed runs.
-Goals: flight <= 3% slower, full <= 15% slower.
+Every workload runs on each actor core (``core``: ``ACTORFLOW_CORE=python`` and the compiled
+one where it is built; on the compiled core the native loop keeps the flight ring and the
+packed events in C).  Goals: flight <= 3% slower, full <= 10% slower (milestone 3).
 
     python bench/trace_overhead.py [--pieces 20000] [--repeats 7] [--threads 3]
                                    [--quick] [--json OUT.jsonl]
@@ -37,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _util import Report, bench_args
 
 import actorflow as af
+from actorflow import _core
 
 WORKLOADS = {  # name -> (op, attrs) of each of the two stages
     "empty": ("identity", {}),
@@ -93,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.pieces, args.repeats = 500, 1
     rows = []
-    for w in WORKLOADS if args.workload == "all" else [args.workload]:
+    cores = ["python"] + (["native"] if _core.native_error() is None else [])
+    for w, core in [(w, c) for w in (WORKLOADS if args.workload == "all" else [args.workload])
+                    for c in cores]:
+        os.environ["ACTORFLOW_CORE"] = core
         pieces = args.pieces if w == "empty" else max(args.pieces // 4, min(args.pieces, 1000))
         runs = measure(chain_plan(pieces, args.threads, workload=w), pieces, args.repeats)
         base = statistics.median(r[0] for r in runs["off"])
@@ -104,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             cpu = statistics.median(r[1] for r in v)
             paired = statistics.median(a[1] / b[1] for a, b in zip(v, runs["off"]))
             low = min(r[1] for r in v)
-            rows.append([w, pieces, m, med, f"{(base / med - 1) * 100:+.1f}%", cpu, base_cpu,
+            rows.append([w, core, pieces, m, med, f"{(base / med - 1) * 100:+.1f}%", cpu, base_cpu,
                          f"{(cpu / base_cpu - 1) * 100:+.1f}%", paired,
                          f"{(paired - 1) * 100:+.1f}%", low,
                          f"{(low / min_cpu - 1) * 100:+.1f}%"])
@@ -112,11 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         "overhead", f"Trace overhead: 2-stage chain, {args.threads} thread(s), median of "
         f"{args.repeats} interleaved runs (cpus: {os.cpu_count()}, load: "
         f"{os.getloadavg()[0]:.1f})",
-        ["workload", "pieces", "mode", "pieces/s", "slower (wall)", "CPU us/piece",
+        ["workload", "core", "pieces", "mode", "pieces/s", "slower (wall)", "CPU us/piece",
          "off CPU us/piece", "more CPU", "CPU / off (paired)", "more CPU (paired)",
          "min CPU us", "more CPU (min)"], rows,
         figure="CPU us/piece", unit="us/piece", baseline="off CPU us/piece",
-        ratio="CPU / off (paired)", keys=["workload", "pieces", "mode"])
+        ratio="CPU / off (paired)", keys=["workload", "core", "pieces", "mode"])
+    os.environ.pop("ACTORFLOW_CORE", None)
     return 0
 
 

@@ -13,6 +13,12 @@ the same machine load), medians:
    our ring within 1.2x of it -- and against pyzmq from Python.
 2. One-way stream rate: the sender pushes records back to back (one doorbell check each),
    the receiver takes what waits.
+3. The actor hop round trip between two unit processes of one machine (a source and an
+   identity, register_num 1, so one round trip per piece: an act, READY, an act, ACK),
+   steady state ((run of warm + n pieces - run of warm) / n): on the compiled core the
+   units swap records through the rings, on the Python core through ipc sockets.  Against
+   the sketch's ring floor of table 1 (the issue's goal: within 1.2x once the unit loop is
+   native).
 
 Variants (the other process is this script with ``--child``):
   ring          _core rings, futex doorbell, no spin: 64-byte records (the actor record)
@@ -411,6 +417,64 @@ def run(args: argparse.Namespace) -> None:
                   "x sketch ring", "x pyzmq", "CPU ns per record"],
                  rows, figure="records/s", unit="records/s", baseline="sketch ring records/s",
                  ratio="x sketch ring", keys=["variant"])
+    if not args.no_hop:
+        floor = sk_l if sk_l == sk_l else med[("ring", "lat")][0]  # no sketch: our ring
+        hop_table(report, 200 if args.quick else 3000, repeats, floor, load)
+
+
+def hop_plan():
+    import actorflow as af
+
+    b = af.PlanBuilder(machines=1, register_num=1, name="hop")
+    x = b.source("constant", {"shape": [1], "dtype": "uint8", "value": 1}, name="src")
+    b.op("identity", x, name="stage1")
+    return b.build()
+
+
+def hop_run(core: str, pieces: int) -> float:
+    """Seconds from 'start' to every actor exited (units already spawned, connected)."""
+    from actorflow.actors.cluster import NodeGroup
+
+    os.environ["ACTORFLOW_CORE"] = core  # the node's choice of rings, and its units' core
+    plan = hop_plan()
+    g = NodeGroup(plan, None, "process", "ipc", 120.0)
+    try:
+        g.start()
+        src = plan.tasks_by_type("source")[0].task_id
+        t0 = time.perf_counter()
+        g.command(src, "start", pieces)
+        g.wait_exited(300.0)
+        return time.perf_counter() - t0
+    finally:
+        g.join()
+
+
+HOP_CORES = {"units on rings (compiled core)": "native", "units on ipc (Python core)": "python"}
+
+
+def hop_table(report: Report, n: int, repeats: int, sketch_rtt: float, load: str) -> None:
+    from actorflow import _core
+
+    before = os.environ.get("ACTORFLOW_CORE")
+    cores = {k: v for k, v in HOP_CORES.items() if v == "python" or _core.native_error() is None}
+    warm = max(20, n // 10)
+    res: dict[str, list[float]] = {k: [] for k in cores}
+    try:
+        for _ in range(repeats):
+            for name, core in cores.items():
+                res[name].append((hop_run(core, warm + n) - hop_run(core, warm)) / n)
+    finally:
+        if before is None:
+            os.environ.pop("ACTORFLOW_CORE", None)
+        else:
+            os.environ["ACTORFLOW_CORE"] = before
+    rows = [[name, statistics.median(v) * 1e6, sketch_rtt * 1e6,
+             statistics.median(v) / sketch_rtt] for name, v in res.items()]
+    report.table("hop", f"Actor hop round trip between two unit processes (register_num 1, "
+                 f"steady state, medians of {repeats}; {load})",
+                 ["setup", "hop RTT us", "sketch ring RTT us", "x sketch ring"], rows,
+                 figure="hop RTT us", unit="us", baseline="sketch ring RTT us",
+                 ratio="x sketch ring", keys=["setup"])
 
 
 def main() -> int:
@@ -418,6 +482,7 @@ def main() -> int:
     bench_args(ap, "about 500 round trips and records per variant")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--sketch", help="the sketch's folder (prototypes/native-core)")
+    ap.add_argument("--no-hop", action="store_true", help="only the floors (tables 1-2)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:

@@ -14,6 +14,7 @@ import threading
 import time
 
 import pytest
+
 from tests.device import DEVICE
 from tests.launcher.helpers import Launcher
 

@@ -54,6 +54,7 @@ def test_quick_mode_writes_one_json_line_per_row(name, tmp_path):
         assert r["bench"] == name and r["quick"] is True
         assert r["figure"] in r["columns"] and r["unit"]
         assert set(r["params"]) <= set(r["columns"])
+        assert not {r["figure"], r["ratio_of"]} & set(r["params"])
         assert r["baseline"] is None or r["baseline"] in r["columns"]
         assert len(r["loadavg"]) == 3 and all(x >= 0 for x in r["loadavg"])
         assert r["machine"]["cpus"] >= 1 and r["machine"]["host"]

@@ -36,12 +36,12 @@ def test_every_error_is_either_a_wrong_input_or_a_failed_run():
 def test_a_bug_in_a_unit_loop_is_an_internal_error_not_a_protocol_error(monkeypatch):
     """A non-actorflow exception inside a unit's loop stops the run as ``InternalError``
     naming the unit, with the original exception chained."""
-    def broken(self, msg):
+    def broken(self):
         raise KeyError("a bug")
 
     b = af.PlanBuilder()
     b.output("y", b.op("identity", b.input("x", (2,), "float32")))
-    monkeypatch.setattr(ThreadUnit, "dispatch", broken)
+    monkeypatch.setattr(ThreadUnit, "_loop", broken)
     with pytest.raises(InternalError, match=r"unit .* crashed: KeyError: 'a bug'") as e:
         with af.Session(b.build(), timeout=20) as s:  # leaving it re-raises nothing else
             s.run({"x": np.zeros(2, np.float32)})

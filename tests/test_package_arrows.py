@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.source_imports import import_cycles, import_time_graph, module_imports
 
 import actorflow
+from tests.source_imports import import_cycles, import_time_graph, module_imports
 
 ROOT = Path(actorflow.__file__).parent
 SHARED = {"errors", "registry", "sbp_geometry"}  # leaf modules every package may import

@@ -149,7 +149,17 @@ def _wire_global_tensors() -> None:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})  # functional ops and dtypes: see af.functional
+    """Public names; the functional ops and dtypes too once the frontend is loaded (listing
+    them must not load it: ``import actorflow`` stays cheap)."""
+    import sys
+
+    names = {*globals(), *_LAZY}
+    functional = sys.modules.get("actorflow.frontend.functional")
+    if functional is not None:
+        from actorflow.kernels import dtype
+
+        names |= {*functional.OPS.names(), *functional.ALIASES, *dtype.DTYPES, *dtype.ALIASES}
+    return sorted(names)
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly

@@ -95,19 +95,33 @@ class _Unit:
     """The parts of a unit ``run_unit`` uses, dispatching through a real coalescing router."""
 
     def __init__(self, router: Router) -> None:
-        from collections import deque
-        from types import SimpleNamespace
-
-        from actorflow.streams.stream import make_stream
-
-        self.local: deque = deque()
-        self.stream = make_stream("host")
-        self.runtime = SimpleNamespace(batcher=None, coalesced=router)
         self.live = 1
         self.router = router
 
-    def dispatch(self, msg: Msg) -> None:
-        self.router.send(Msg(ACK, msg.dst, 7, 5, msg.slot, msg.piece_id))
+    def push(self, msgs: list[Msg]) -> None:
+        for msg in msgs:
+            self.router.send(Msg(ACK, msg.dst, 7, 5, msg.slot, msg.piece_id))
+
+    def stream_pending(self) -> bool:
+        return False
+
+    def drain_stream(self) -> None:
+        pass
+
+    def wait_timeout(self) -> float:
+        return 0.2
+
+    def holding(self) -> bool:
+        return self.router.pending
+
+    def flush(self) -> None:
+        self.router.flush()
+
+    def idle(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        self.router.flush()
 
 
 class _Source:
@@ -118,11 +132,12 @@ class _Source:
         self.msgs, self.inbox, self.unit = list(msgs), inbox, unit
         self.at_block: list[list] = []
 
-    def next(self, timeout: float) -> Msg | None:
+    def take(self, timeout: float) -> list[Msg]:
         if self.msgs:
-            return self.msgs.pop(0)
+            msgs, self.msgs = self.msgs, []
+            return msgs
         if timeout == 0:
-            return None
+            return []
         got = []
         while (m := self.inbox.recv(1.0)) is not None:
             got.append(m)
@@ -131,7 +146,7 @@ class _Source:
             break
         self.at_block.append(got)
         self.unit.live = 0
-        return None
+        return []
 
     def idle(self) -> bool:
         return True

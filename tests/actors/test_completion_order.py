@@ -71,34 +71,29 @@ def _source_unit(pieces: int):
 
 def _readies(unit) -> list[tuple[int, int, int]]:
     """(seq, piece, slot) of every READY waiting in ``unit``'s inbox, in arrival order."""
-    out = []
-    while not unit.inbox.empty():
-        m = unit.inbox.get_nowait()
-        if m.type == READY:
-            out.append((m.seq, m.piece_id, m.slot))
-    return out
+    return [(m.seq, m.piece_id, m.slot) for m in unit.waiting() if m.type == READY]
 
 
 def test_an_act_completing_while_earlier_ones_are_sent_goes_after_them():
     src, unit, stream, consumer = _source_unit(pieces=3)
-    unit.dispatch(cmd(src.task_id, "start"))
+    unit.push([cmd(src.task_id, "start")])
     assert [a.piece_id for _, a in stream.launched] == [0, 1, 2]
     # the loop drains pieces 0 and 1; while piece 0's READY goes out, piece 2 completes
     stream.script = [[0, 1], [2]]
-    unit._drain_stream()
+    unit.drain_stream()
     assert _readies(consumer) == [(0, 0, 0), (1, 1, 1), (2, 2, 2)]
 
 
 def test_completions_found_after_a_message_queue_behind_earlier_ones():
     src, unit, stream, consumer = _source_unit(pieces=4)
-    unit.dispatch(cmd(src.task_id, "start"))  # three acts launched: every regst is written
+    unit.push([cmd(src.task_id, "start")])  # three acts launched: every regst is written
     stream.script = [[0], [1, 2]]
-    unit._drain_stream()
+    unit.drain_stream()
     assert [p for _, p, _ in _readies(consumer)] == [0, 1, 2]
     # an ACK frees slot 0: the fourth act is launched, then completes on the next drain
     desc = src.produced["out"]
-    unit.dispatch(Msg(ACK, desc.consumer_task_ids[0], src.task_id, desc.regst_desc_id, 0, 0))
+    unit.push([Msg(ACK, desc.consumer_task_ids[0], src.task_id, desc.regst_desc_id, 0, 0)])
     assert [a.piece_id for _, a in stream.launched] == [0, 1, 2, 3]
     stream.script = [[3]]
-    unit._drain_stream()
+    unit.drain_stream()
     assert _readies(consumer) == [(3, 3, 0)]

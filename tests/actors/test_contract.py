@@ -9,7 +9,9 @@ numpy-expected numbers:
   tcp-2 / tcp-3  2 or 3 MachineNodes over tcp:// loopback, thread units
   process-tcp-2  2 machines with process units: shm inside a machine, tcp between them
 Every combination runs with the inline CPU stream and with the deferred one (kernels finish
-on a worker thread and READY/ACK wait for completion, the path a GPU stream takes).
+on a worker thread and READY/ACK wait for completion, the path a GPU stream takes), and on
+both actor cores: the compiled one (where it is built; thread units on the inline stream run
+the whole native loop) and the Python reference (``ACTORFLOW_CORE=python``).
 Machines as separate OS processes are covered in tests/transport/test_machine_processes.py.
 (Process units cannot use inproc://: it only connects sockets of one process.)
 """
@@ -20,6 +22,7 @@ import numpy as np
 import pytest
 
 import actorflow as af
+from actorflow.actors.cores import available_cores
 from actorflow.errors import KernelError
 from actorflow.session import ClusterSession
 
@@ -37,12 +40,14 @@ COMBOS = {
 
 
 STREAMS = ("inline", "deferred")
+CORES = available_cores()  # python, and native where the extension is built
 
 
 class Combo:
-    def __init__(self, name: str, stream: str) -> None:
+    def __init__(self, name: str, stream: str, core: str) -> None:
         self.name = name
         self.stream = stream
+        self.core = core
         self.machines, self.open = COMBOS[name]
 
     def m(self, i: int) -> int:
@@ -50,12 +55,13 @@ class Combo:
         return i % self.machines
 
 
-@pytest.fixture(params=[(c, s) for c in sorted(COMBOS) for s in STREAMS],
-                ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(params=[(c, s, k) for c in sorted(COMBOS) for s in STREAMS for k in CORES],
+                ids=lambda p: f"{p[0]}-{p[1]}-{p[2]}")
 def combo(request, monkeypatch) -> Combo:
-    name, stream = request.param
+    name, stream, core = request.param
     monkeypatch.setenv("ACTORFLOW_CPU_STREAM", stream)  # unit processes inherit it
-    return Combo(name, stream)
+    monkeypatch.setenv("ACTORFLOW_CORE", core)
+    return Combo(name, stream, core)
 
 
 def piece_value(shape, i):

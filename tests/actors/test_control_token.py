@@ -14,12 +14,12 @@ import time
 import numpy as np
 import pytest
 import zmq
-from tests.actors.test_process_units import slow_plan
 
 from actorflow.actors import unit_wire as uw
 from actorflow.actors.node import MachineNode
 from actorflow.errors import UnitLost
 from actorflow.transport import codec
+from tests.actors.test_process_units import slow_plan
 
 
 def _run_node(plan, pieces: int):

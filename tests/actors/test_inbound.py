@@ -7,9 +7,9 @@ import pytest
 
 import actorflow as af
 from actorflow.actors.inbound import Inbound
-from actorflow.actors.node import MachineView
+from actorflow.actors.machine_view import MachineView
 from actorflow.errors import MalformedMessage
-from actorflow.protocol.messages import ACK, CLIENT, CMD, EORD, READY, Msg
+from actorflow.protocol.messages import ACK, CLIENT, CMD, EORD, READY, SEND, STOP, Msg, cmd
 
 
 def view_and_inbound(logged: list[str]):
@@ -35,7 +35,7 @@ def test_a_real_remote_ready_passes_and_lands_nowhere_else():
     data = np.arange(4, dtype="float32")
     msg = inbound.check(body, [["out", "<f4", [4]]], [data.tobytes()], "10.0.0.1")
     assert (msg.type, msg.src, msg.dst, msg.slot) == (READY, src, comm.task_id, 1)
-    assert inbound.check(Msg(CMD, CLIENT, comm.task_id, cmd="stop").header(), None, []) is not None
+    assert inbound.check(Msg(CMD, CLIENT, comm.task_id, cmd=STOP).header(), None, []) is not None
     assert not logged and inbound.dropped == {}
 
 
@@ -51,6 +51,12 @@ def test_a_real_remote_ready_passes_and_lands_nowhere_else():
     (lambda b: [*b[:4], 2, *b[5:]], r"slot 2 outside \[0, 2\)"),
     (lambda b: [ACK, *b[1:]], r"does not link task"),
     (lambda b: [*b[:4], 2**64, *b[5:]], r"must be 64-bit integers"),
+    (lambda b: [*b[:4], 2**31, *b[5:]], r"slot 2147483648 does not fit"),
+    (lambda b: [*b[:8], 3, b[9]], r"a READY with command code 3"),
+    (lambda b: [*b[:9], "x"], r"must be 64-bit integers"),
+    (lambda b: [CMD, CLIENT, *b[2:8], 9, -1], r"command 9 from task -1"),
+    (lambda b: [CMD, 5, *b[2:8], STOP, -1], r"command 2 from task 5"),
+    (lambda b: [CMD, CLIENT, *b[2:8], SEND, -1], r"'send' command without a critical"),
 ])
 def test_malformed_headers_are_named(mutate, problem):
     logged: list[str] = []
@@ -96,13 +102,13 @@ def test_logged_once_per_peer_and_counted():
 def _ready_body(plan, comm, remote, **field):
     src = plan.regst_descs()[remote].producer_task_id
     h = Msg(READY, src, comm.task_id, remote, 0, 0, 0, 7).header()
-    names = ("type", "src", "dst", "desc", "slot", "piece", "seq", "msg_id", "cmd", "payload")
+    names = ("type", "src", "dst", "desc", "slot", "piece", "seq", "msg_id", "cmd", "aux")
     for k, v in field.items():
         h[names.index(k)] = v
     return h
 
 
-INT_ERR = r"ids, slot, piece, seq and msg id must be 64-bit integers"
+INT_ERR = r"ids, slot, piece, seq, msg id, command and aux must be 64-bit integers"
 HEADERS = [  # (field overrides of a valid remote READY, what the drop says)
     ({"type": -1}, r"message type -1"), ({"type": 4}, r"message type 4"),
     ({"type": "READY"}, r"message type 'READY'"), ({"type": None}, r"message type None"),
@@ -117,6 +123,10 @@ HEADERS = [  # (field overrides of a valid remote READY, what the drop says)
     ({"seq": -1}, r"negative seq -1"), ({"seq": -2}, INT_ERR), ({"seq": 2**63}, INT_ERR),
     ({"seq": True}, INT_ERR),
     ({"msg_id": -1}, INT_ERR), ({"msg_id": 2**63}, INT_ERR), ({"msg_id": "7"}, INT_ERR),
+    ({"cmd": -1}, INT_ERR), ({"cmd": "feed"}, INT_ERR),
+    ({"cmd": 3}, r"a READY with command code 3"),
+    ({"aux": -2}, INT_ERR), ({"aux": None}, INT_ERR), ({"aux": 2**63}, INT_ERR),
+    ({"slot": 2**31}, r"slot 2147483648 does not fit a record's 32 bits"),
 ]
 
 
@@ -196,15 +206,16 @@ def test_blobs_on_a_message_with_no_receive_buffer_are_checked_for_shape_alone()
     assert inbound.dropped == {"r": 1}
 
 
-@pytest.mark.parametrize("name, src, problem", [
-    ("nope", CLIENT, r"command 'nope' from task -1"),
-    ("stop", 0, r"command 'stop' from task 0"),
-    (None, CLIENT, r"command None from task -1"),
+@pytest.mark.parametrize("code, src, problem", [
+    (9, CLIENT, r"command 9 from task -1"),
+    (0, CLIENT, r"command 0 from task -1"),
+    (STOP, 0, r"command 2 from task 0"),
+    ("stop", CLIENT, INT_ERR),
 ])
-def test_commands_from_anyone_but_the_client_or_unknown_are_dropped(name, src, problem):
+def test_commands_from_anyone_but_the_client_or_unknown_are_dropped(code, src, problem):
     logged: list[str] = []
     _plan, comm, _remote, inbound = view_and_inbound(logged)
-    body = Msg(CMD, src, comm.task_id, cmd=name).header()
+    body = Msg(CMD, src, comm.task_id, cmd=code).header()
     with pytest.raises(MalformedMessage, match=problem):
         inbound.check(body, None, [], "c")
     assert inbound.dropped == {"c": 1}
@@ -214,7 +225,9 @@ def test_commands_from_anyone_but_the_client_or_unknown_are_dropped(name, src, p
 def test_every_known_command_passes(name):
     logged: list[str] = []
     _plan, comm, _remote, inbound = view_and_inbound(logged)
-    assert inbound.check(Msg(CMD, CLIENT, comm.task_id, cmd=name).header(), None, []).cmd == name
+    arg = 0 if name == "send" else None  # a send names its critical section
+    msg = inbound.check(cmd(comm.task_id, name, arg).header(), None, [])
+    assert msg.cmd_name == name and msg.arg == arg
     assert inbound.dropped == {}
 
 

@@ -8,12 +8,12 @@ import time
 
 import numpy as np
 import pytest
-from tests.procs import pid_alive as _alive
 
 import actorflow as af
 from actorflow.actors.node import MachineNode
 from actorflow.errors import TransportError, UnitLost, WaitTimeout
 from actorflow.transport.shm import list_run_segments
+from tests.procs import pid_alive as _alive
 
 
 def slow_plan(pieces: int = 400):

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _recorder import Recorder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import actorflow as af
 import actorflow.protocol.simulate as sim
 from actorflow.protocol.messages import ACK, READY, Msg
+from tests.actors.recorder import Recorder
 
 UNARY = {
     "relu": lambda x: np.maximum(x, 0),

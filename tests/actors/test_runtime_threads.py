@@ -12,7 +12,6 @@ import threading
 
 import numpy as np
 import pytest
-from _recorder import Recorder
 
 import actorflow as af
 from actorflow.errors import KernelError, WaitTimeout
@@ -20,6 +19,7 @@ from actorflow.kernels import KernelContext
 from actorflow.kernels.ops._infer import same
 from actorflow.kernels.registry import OpDef, register_op
 from actorflow.protocol.messages import ACK, EORD, READY
+from tests.actors.recorder import Recorder
 
 STAGES = 3
 PIECES = 6

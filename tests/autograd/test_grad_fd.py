@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.autograd.cases import CASES, Case
 
 import actorflow as af
 from actorflow.kernels.grad import GRADS
 from actorflow.kernels.registry import op_types
+from tests.autograd.cases import CASES, Case
 
 EPS = 1e-6
 

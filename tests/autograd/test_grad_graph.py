@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.autograd.cases import CASES
-from tests.autograd.test_grad_fd import analytic, draw
 
 import actorflow as af
+from tests.autograd.cases import CASES
+from tests.autograd.test_grad_fd import analytic, draw
 
 DP_CASES = ["matmul", "layer_norm", "cross_entropy", "embedding", "gelu", "softmax",
             "batch_matmul", "mul", "bias_add", "log_softmax", "mean"]

@@ -13,9 +13,8 @@ import threading
 import time
 from subprocess import Popen
 
-from tests.launcher.helpers import Launcher, tagged_pids
-
 from actorflow.transport.auth import ClusterKey
+from tests.launcher.helpers import Launcher, tagged_pids
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "paced_all_reduce.py")
 N, ROUNDS = 3, 20

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 
 from actorflow.collective.boxing import local_shape, rebox, region
 from actorflow.sbp_geometry import piece_box
-
-from .ranks import run_ranks
+from tests.collective.ranks import run_ranks
 
 
 def _parts(x: np.ndarray, layout, n: int, seed: int) -> list:

@@ -21,8 +21,7 @@ from actorflow.sbp_geometry import split_bounds
 from actorflow.transport.codec import encode, encode_head
 from actorflow.transport.mesh import MESH
 from actorflow.transport.registry import context
-
-from .ranks import run_ranks
+from tests.collective.ranks import run_ranks
 
 # everything above 16 bytes takes the ring (in chunks of 24 bytes), or shared memory
 RING = {"small_bytes": 16, "chunk_bytes": 24, "shared_memory": False}

@@ -7,8 +7,7 @@ import pytest
 
 from actorflow.collective.consistency import check_consistent
 from actorflow.errors import CollectiveError, ConsistencyError
-
-from .ranks import run_ranks
+from tests.collective.ranks import run_ranks
 
 META = {"shape": (4, 3), "dtype": "float32", "placement": ["cpu", [0, 1, 2]], "sbp": ["S0"]}
 

@@ -56,7 +56,9 @@ def test_local_rank_picks_the_cuda_device(monkeypatch):
 # -- the run's key, taken from the environment before the group opens a socket ------------
 @pytest.fixture
 def undecided(monkeypatch):
-    """This test process as a fresh rank: no key decided yet (restored afterwards)."""
+    """This test process as a fresh rank: no key decided yet (restored afterwards) and no
+    world group (earlier tests in this process may have set up a world of one)."""
+    af.collective.destroy()
     monkeypatch.setattr(auth, "_decided", False)
     monkeypatch.setattr(auth, "_key", None)
     monkeypatch.setattr(security, "_default", security.NO_SECURITY)

@@ -17,13 +17,12 @@ import re
 
 import pytest
 import zmq
-from tests.launcher.stranger import listening
 
 from actorflow.launcher.ports import free_port
 from actorflow.transport.auth import ClusterKey, secure_client
-
-from .mesh_fuzz import message
-from .spmd_run import TOTAL, N, rank_pids, results, run_key, start
+from tests.collective.mesh_fuzz import message
+from tests.collective.spmd_run import TOTAL, N, rank_pids, results, run_key, start
+from tests.launcher.stranger import listening
 
 FAILED = re.compile(r"^\[rank \d\] FAILED rank \d: (MalformedMessage|CollectiveError|RankLost|"
                     r"WaitTimeout): ")

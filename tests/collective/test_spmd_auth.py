@@ -23,15 +23,14 @@ import time
 import numpy as np
 import pytest
 import zmq
-from tests.launcher.helpers import tagged_pids
-from tests.launcher.stranger import ask_for_results, ctrl, inject, listening, raw_bytes
 
 from actorflow.launcher.ports import free_port
 from actorflow.transport import codec
 from actorflow.transport.auth import ClusterKey, secure_client
 from actorflow.transport.mesh import MESH
-
-from .spmd_run import ROUNDS, TOTAL, N, rank_pids, results, run_key, start
+from tests.collective.spmd_run import ROUNDS, TOTAL, N, rank_pids, results, run_key, start
+from tests.launcher.helpers import tagged_pids
+from tests.launcher.stranger import ask_for_results, ctrl, inject, listening, raw_bytes
 
 
 def _wait_listening(tag: str, port: int, timeout: float = 20.0) -> None:

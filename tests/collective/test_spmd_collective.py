@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.launcher.helpers import REPO
 
 from actorflow.launcher.ports import free_port
 from actorflow.transport.auth import ClusterKey
+from tests.launcher.helpers import REPO
 
 SCRIPTS = Path(__file__).parent / "scripts"
 

@@ -14,10 +14,10 @@ import select
 import stat
 
 import pytest
-from tests.core.ring_helpers import RECORD, SLEEPING, Peer, number, record, seg_name, until_set
 
 from actorflow.errors import TransportError, WaitTimeout
 from actorflow.launcher.leftovers import leftovers, remove_leftovers
+from tests.core.ring_helpers import RECORD, SLEEPING, Peer, number, record, seg_name, until_set
 
 _rings = pytest.importorskip("actorflow._core._rings", reason="compiled core not built")
 

@@ -13,6 +13,9 @@ import signal
 import struct
 
 import pytest
+
+from actorflow.actors.procstate import is_stopped
+from actorflow.errors import TransportError, WaitTimeout
 from tests.core.ring_helpers import (
     PRODUCER_WAITING,
     RECORD,
@@ -24,9 +27,6 @@ from tests.core.ring_helpers import (
     until_set,
 )
 from tests.procs import pid_alive
-
-from actorflow.actors.procstate import is_stopped
-from actorflow.errors import TransportError, WaitTimeout
 
 _rings = pytest.importorskip("actorflow._core._rings", reason="compiled core not built")
 

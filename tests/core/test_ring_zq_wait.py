@@ -7,11 +7,11 @@ import os
 import threading
 
 import pytest
-from tests.core.ring_helpers import RECORD, SLEEPING, number, record, seg_name, until_set
 
 from actorflow.errors import TransportError
 from actorflow.transport import connect, listen
 from actorflow.transport.registry import libzmq_file, local_address
+from tests.core.ring_helpers import RECORD, SLEEPING, number, record, seg_name, until_set
 
 _rings = pytest.importorskip("actorflow._core._rings", reason="compiled core not built")
 _zq = pytest.importorskip("actorflow._core._zq", reason="compiled core not built")

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.eager.test_oracle import programs, run
 
 import actorflow as af
 import actorflow.functional as F
 from actorflow.errors import ActorflowError, UsageError
+from tests.eager.test_oracle import programs, run
 
 needs_cuda = pytest.mark.usefixtures("cuda_device")
 

@@ -11,7 +11,6 @@ import threading
 
 import numpy as np
 import pytest
-from tests.eager.steps import WINDOW, Log, Step
 
 from actorflow.eager import (
     INSTRUCTION_TYPES,
@@ -20,6 +19,7 @@ from actorflow.eager import (
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU
 from actorflow.errors import RegistryError
+from tests.eager.steps import WINDOW, Log, Step
 
 
 def test_write_reads_write_read_across_two_streams(vm):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from tests.eager.steps import WINDOW, Log  # (also registers test.main/side.step)
 
 from actorflow.eager.builder import InstructionsBuilder
 from actorflow.eager.device import CPU
+from tests.eager.steps import WINDOW, Log  # (also registers test.main/side.step)
 
 
 def test_submit_one_orders_across_streams_and_within_one(vm):

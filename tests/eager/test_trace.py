@@ -9,11 +9,11 @@ import sys
 import textwrap
 
 import numpy as np
-from tests.eager.test_dependencies import CPU, InstructionsBuilder
 
 import actorflow as af
 import actorflow.functional as F
 from actorflow.launcher.cli import main
+from tests.eager.test_dependencies import CPU, InstructionsBuilder
 
 
 def test_af_trace_records_a_track_per_stream_for_the_trace_tools(tmp_path, capsys, vm):

@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.eager.test_oracle import REDUCING, programs, run
 
 import actorflow as af
 from actorflow import eager
 from actorflow.eager.core import NATIVE
+from tests.eager.test_oracle import REDUCING, programs, run
 
 RUNS = [("native", "inline", True), ("native", "inline", False), ("python", "inline", True),
         ("python", "thread", False)]

@@ -10,6 +10,7 @@ which restores it afterwards; the session header names the device used.
 from __future__ import annotations
 
 import pytest
+
 from tests.device import DEVICE, EMULATED
 
 __all__ = ["DEVICE", "EMULATED", "emulated_only"]

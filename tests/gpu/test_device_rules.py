@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 import pytest
+
 from tests.gpu.conftest import emulated_only
 
 HOST = np.arange(12, dtype=np.float32).reshape(3, 4)

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.gpu.conftest import emulated_only
 
 import actorflow as af
 from actorflow.errors import DeviceError, KernelError
 from actorflow.kernels.ops._infer import same
 from actorflow.kernels.registry import OpDef, register_op
 from actorflow.session import ClusterSession
+from tests.gpu.conftest import emulated_only
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.kernels.test_ops import CASES, run_op
 
 from actorflow.kernels import KernelContext, get_op, op_types
 from actorflow.plan.model import BlobDesc
+from tests.kernels.test_ops import CASES, run_op
 
 # exp/tanh/matmul may round differently on a GPU and it reduces in another order: the
 # emulated device (numpy) is held to the same tolerances, so what passes here passes there

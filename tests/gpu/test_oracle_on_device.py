@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.plan.compile_oracle import build, max_error
-from tests.plan.test_compile_oracle import TOL, descriptions
 
 import actorflow as af
 from actorflow.session import ClusterSession
+from tests.plan.compile_oracle import build, max_error
+from tests.plan.test_compile_oracle import TOL, descriptions
 
 on_device = descriptions().map(lambda d: {**d, "device": "cuda"})
 

@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import numpy as np
-from tests.gpu.conftest import EMULATED, emulated_only
 
 import actorflow as af
 import actorflow.functional as F
+from tests.gpu.conftest import EMULATED, emulated_only
 
 
 def _traced_run(tmp_path, monkeypatch, latency_us: int, kernel_ms: float) -> dict:

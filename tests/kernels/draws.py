@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
 from tests.kernels.values import (
     ALL,
     ANY,

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 import numpy as np
+
 from tests.kernels.compare import finite
 from tests.kernels.draws import Example
 
@@ -60,10 +61,12 @@ def softmax(ex: Example, want: np.ndarray) -> np.ndarray:
 
 
 def log_softmax(ex: Example, want: np.ndarray) -> np.ndarray:
-    x = finite(ex.ins["in"])
+    """(x - m) - log(sum): the subtraction's error is relative to |x - m|, the log's to
+    log(n); never to |m| (a kernel computing x - (m + log sum) cancels m's digits)."""
+    x = finite(ex.ins["in"]) * np.sign(np.nan_to_num(ex.ins["in"].astype(np.float64)))
     axis = int(ex.attrs.get("axis", -1)) if x.ndim else None
     top = x.max(axis=axis, keepdims=True) if x.size else x
-    return (_n(ex) + 2) * (x + top + math.log(max(_n(ex), 1)))
+    return 2 * (np.abs(x - top) + math.log(max(_n(ex), 1)) + 1.0) + finite(want)
 
 
 def _ln_scale(x: np.ndarray, attrs: dict) -> tuple[np.ndarray, np.ndarray, int]:
@@ -93,9 +96,13 @@ def layer_norm_grad(ex: Example, want: np.ndarray) -> np.ndarray:
 
 
 def cross_entropy(ex: Example, want: np.ndarray) -> np.ndarray:
-    x = finite(ex.ins["logits"])
-    top = x.max(axis=1) if x.size else np.zeros(x.shape[:1])
-    return (x.shape[1] + 2) * (2 * top + math.log(max(x.shape[1], 1)) + finite(want))
+    """(m - x[target]) + log(sum): relative to |m - x[target]| and log(C), not to |m|."""
+    x = np.nan_to_num(ex.ins["logits"].astype(np.float64), posinf=0.0, neginf=0.0)
+    if not x.size:
+        return finite(want)
+    t = np.clip(ex.ins["target"].astype(np.int64), 0, x.shape[1] - 1)
+    gap = x.max(axis=1) - x[np.arange(len(t)), t]
+    return 2 * (np.abs(gap) + math.log(x.shape[1]) + 1.0) + finite(want)
 
 
 def cross_entropy_grad(ex: Example, want: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+
 from tests.kernels import draws as d
 from tests.kernels import magnitude as mg
 from tests.kernels.draws import Example

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from tests.kernels.ref_core import REFS, Ref, arith, as_result, calc, f64, ref
 
 from actorflow.kernels import dtype as dt
+from tests.kernels.ref_core import REFS, Ref, arith, as_result, calc, f64, ref
 
 
 # -- element-wise ----------------------------------------------------------------------------
@@ -33,11 +33,19 @@ def _neg(ins, attrs, piece):
     return as_result(-calc(x, x.dtype.name), x.dtype.name)
 
 
+def as_float(x: np.ndarray) -> tuple[np.ndarray, str]:
+    """An input of a floating function in float64, as the op sees it: converted into its
+    float result dtype first (an int32 2**31 - 1 is 2**31 in float32), and that dtype."""
+    out = dt.floating(x.dtype.name)
+    with np.errstate(all="ignore"):
+        return f64(as_result(x, out)), out
+
+
 def _floating_unary(fn: Callable[[np.ndarray], np.ndarray]) -> Ref:
     def r(ins, attrs, piece):
-        x = ins["in"]
+        x, out = as_float(ins["in"])
         with np.errstate(all="ignore"):
-            return as_result(fn(f64(x)), dt.floating(x.dtype.name))
+            return as_result(fn(x), out)
     return r
 
 
@@ -67,20 +75,18 @@ REFS["silu"] = _floating_unary(lambda x: x * _stable_sigmoid(x))
 
 @ref("gelu")
 def _gelu(ins, attrs, piece):
-    x = ins["in"]
+    x, out = as_float(ins["in"])
     with np.errstate(all="ignore"):
-        return as_result(_gelu64(f64(x), attrs.get("approximate", "none")),
-                         dt.floating(x.dtype.name))
+        return as_result(_gelu64(x, attrs.get("approximate", "none")), out)
 
 
 @ref("softplus")
 def _softplus(ins, attrs, piece):
-    x = ins["in"]
+    x64, out = as_float(ins["in"])
     beta, threshold = float(attrs.get("beta", 1.0)), float(attrs.get("threshold", 20.0))
     with np.errstate(all="ignore"):
-        x64 = f64(x)
         y = np.where(x64 * beta > threshold, x64, np.logaddexp(0.0, x64 * beta) / beta)
-    return as_result(y, dt.floating(x.dtype.name))
+    return as_result(y, out)
 
 
 @ref("abs")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from tests.kernels.ref_core import REFS, Ref, arith, as_result, axis_of, calc, f64, ref
 
 from actorflow.kernels import dtype as dt
+from tests.kernels.ref_core import REFS, Ref, arith, as_result, axis_of, calc, f64, ref
 
 
 # -- linear algebra, reductions ---------------------------------------------------------------
@@ -47,10 +47,11 @@ def _softmax(ins, attrs, piece):
     axis = int(attrs.get("axis", -1)) if x.ndim else None
     if x.size == 0:
         return np.zeros(x.shape, dt.floating(x.dtype.name))
+    out = dt.floating(x.dtype.name)
     with np.errstate(all="ignore"):
-        x64 = f64(x)
+        x64 = f64(as_result(x, out))  # converted into the result dtype first, as OneFlow
         e = np.exp(x64 - x64.max(axis=axis, keepdims=True))
-        return as_result(e / e.sum(axis=axis, keepdims=True), dt.floating(x.dtype.name))
+        return as_result(e / e.sum(axis=axis, keepdims=True), out)
 
 
 @ref("log_softmax")
@@ -62,8 +63,9 @@ def _log_softmax(ins, attrs, piece):
     with np.errstate(all="ignore"):
         x64 = f64(x)
         m = x64.max(axis=axis, keepdims=True)
-        lse = m + np.log(np.exp(x64 - m).sum(axis=axis, keepdims=True))
-        return as_result(x64 - lse, x.dtype.name)
+        # (x - m) - log(sum): never x - (m + log(sum)), which cancels m's digits
+        return as_result((x64 - m) - np.log(np.exp(x64 - m).sum(axis=axis, keepdims=True)),
+                         x.dtype.name)
 
 
 def _sum_dtype(x: np.ndarray) -> str:
@@ -208,9 +210,11 @@ def _microbatch_place(ins, attrs, piece):
 
 
 # -- layers and losses --------------------------------------------------------------------------
-def _lse_rows(x: np.ndarray) -> np.ndarray:
-    m = x.max(axis=1, keepdims=True)
-    return (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
+def _row_max_and_log_sum(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's max m and log(sum(exp(x - m))): the log-sum-exp is m + that, kept apart
+    so no result subtracts two numbers as large as m."""
+    m = x.max(axis=1, keepdims=True) if x.size else np.zeros((x.shape[0], 1))
+    return m, np.log(np.exp(x - m).sum(axis=1, keepdims=True))
 
 
 @ref("cross_entropy")
@@ -220,7 +224,8 @@ def _cross_entropy(ins, attrs, piece):
     valid = t != ignore
     with np.errstate(all="ignore"):
         picked = x[np.arange(len(t)), np.where(valid, t, 0)]
-        loss = np.where(valid, _lse_rows(x) - picked, 0.0)
+        m, log_sum = _row_max_and_log_sum(x)
+        loss = np.where(valid, (m[:, 0] - picked) + log_sum[:, 0], 0.0)
     return as_result(loss, ins["logits"].dtype.name)
 
 
@@ -230,7 +235,9 @@ def _cross_entropy_grad(ins, attrs, piece):
     ignore = int(attrs.get("ignore_index", -100))
     valid = t != ignore
     with np.errstate(all="ignore"):
-        p = np.exp(x - _lse_rows(x)[:, None])
+        m, _ = _row_max_and_log_sum(x)
+        e = np.exp(x - m)
+        p = e / e.sum(axis=1, keepdims=True)
         hot = np.zeros_like(p)
         hot[np.arange(len(t))[valid], t[valid]] = 1.0
         g = np.where(valid[:, None], (p - hot) * dy[:, None], 0.0)

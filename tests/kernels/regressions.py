@@ -6,6 +6,7 @@ keeps its failing case."""
 from __future__ import annotations
 
 import numpy as np
+
 from tests.kernels.draws import Example
 
 F16, F32, F64 = np.float16, np.float32, np.float64

@@ -16,29 +16,48 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from tests.kernels.draws import Example
-from tests.kernels.op_table import RAW, OpCase
 
 import actorflow as af
 import actorflow.functional as F
 from actorflow.frontend.dispatch import op_expr
 from actorflow.kernels import KernelContext, get_op
 from actorflow.plan.model import BlobDesc
+from tests.kernels.draws import Example
+from tests.kernels.op_table import RAW, OpCase
 
 
 def kernel(op_type: str, ex: Example, xp: Any = np) -> np.ndarray:
-    """Infer, preallocate on ``xp``, run; the kernel must write into the given output."""
+    """Infer, preallocate on ``xp``, run; the kernel must write into the given output.  On
+    a device it runs on device 0 inside a non-blocking stream, as a unit launches it, and
+    is read after the stream's event (the emulated device computes on the stream's own
+    thread, so a kernel that reads a result before its stream got there reads poison)."""
     op = get_op(op_type)
     descs = {k: BlobDesc(v.shape, v.dtype.name) for k, v in ex.ins.items()}
     inferred = op.infer_checked(op_type, descs, ex.attrs)
-    dev_ins = {k: xp.asarray(v) for k, v in ex.ins.items()}
-    outs = {k: xp.full(d.shape, 123, d.dtype) for k, d in inferred.items()}
+    if xp is np:
+        outs = {k: np.full(d.shape, 123, d.dtype) for k, d in inferred.items()}
+        _launch(op, op_type, ex, np, dict(ex.ins), outs)
+        return outs["out"]
+    with xp.cuda.Device(0):
+        stream = xp.cuda.Stream(non_blocking=True)
+        try:
+            dev_ins = {k: xp.asarray(v) for k, v in ex.ins.items()}
+            outs = {k: xp.full(d.shape, 123, d.dtype) for k, d in inferred.items()}
+            with stream:
+                _launch(op, op_type, ex, xp, dev_ins, outs)
+                done = stream.record()
+            done.synchronize()
+            return xp.asnumpy(outs["out"])
+        finally:
+            if hasattr(stream, "close"):
+                stream.close()  # the emulated stream's thread (CuPy's needs no closing)
+
+
+def _launch(op: Any, op_type: str, ex: Example, xp: Any, ins: dict, outs: dict) -> None:
     before = {k: id(v) for k, v in outs.items()}
-    op.kernel(KernelContext(xp, ex.piece, 0, op_type), dev_ins, outs, ex.attrs)
+    op.kernel(KernelContext(xp, ex.piece, 0, op_type), ins, outs, ex.attrs)
     assert {k: id(v) for k, v in outs.items()} == before, f"{op_type} replaced its output"
-    out = outs["out"]
-    assert isinstance(out, xp.ndarray), f"{op_type}: its output left the array module"
-    return out if xp is np else xp.asnumpy(out)
+    assert isinstance(outs["out"], xp.ndarray), f"{op_type}: its output left the array module"
 
 
 def _issue(case: OpCase, ts: dict[str, Any], attrs: dict[str, Any]) -> Any:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.kernels.op_table import RNG, TABLE, A, I, M
-from tests.kernels.reference import REFS
 
 from actorflow.errors import OpError, RegistryError, UnknownOpError
 from actorflow.kernels import KernelContext, get_op, op_types, register_op
 from actorflow.plan.model import BlobDesc
+from tests.kernels.op_table import RNG, TABLE, A, I, M
+from tests.kernels.reference import REFS
 
 
 def run_op(op_type: str, ins: dict, attrs: dict | None = None, piece: int = 0,

@@ -24,6 +24,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+
+from actorflow.errors import OpError
+from actorflow.kernels import get_op, op_types
+from actorflow.kernels.dtype import NAMES
+from actorflow.plan.model import BlobDesc
 from tests.kernels import runners
 from tests.kernels.compare import TIERS, assert_matches
 from tests.kernels.draws import Example
@@ -31,14 +36,9 @@ from tests.kernels.op_table import RAW, TABLE, OpCase
 from tests.kernels.reference import REFS
 from tests.kernels.regressions import REGRESSIONS
 
-from actorflow.errors import OpError
-from actorflow.kernels import get_op, op_types
-from actorflow.kernels.dtype import NAMES
-from actorflow.plan.model import BlobDesc
-
 ORACLE = sorted(op for op, c in TABLE.items() if c.draw is not None)
-# examples per op (each runs 4 ways) and per job; ORACLE_EXAMPLES=500 searches deeper
-EXAMPLES = int(os.environ.get("ORACLE_EXAMPLES", 25))
+# examples per op (each runs 4 ways) and per job; ACTORFLOW_ORACLE_EXAMPLES=500 searches deeper
+EXAMPLES = int(os.environ.get("ACTORFLOW_ORACLE_EXAMPLES", 25))
 JOB_EXAMPLES = max(EXAMPLES // 3, 5)
 # extreme values overflow, divide by zero and make NaNs on purpose (numpy warns of each)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -20,10 +20,9 @@ import zmq
 from actorflow.protocol.messages import EORD, READY, Msg
 from actorflow.transport import codec
 from actorflow.transport.auth import ClusterKey, secure_client, secure_server, stop_zap
-
-from .helpers import JOBS, tagged_pids
-from .stranger import ask_for_results, ctrl, inject, listening, raw_bytes
-from .test_failures import _wait_for_line
+from tests.launcher.helpers import JOBS, tagged_pids
+from tests.launcher.stranger import ask_for_results, ctrl, inject, listening, raw_bytes
+from tests.launcher.test_failures import _wait_for_line
 
 PACED = JOBS / "paced_sample.py"
 

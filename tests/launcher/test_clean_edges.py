@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from .helpers import JOBS, SAMPLE, cmdline, tagged_pids
-from .test_failures import EXEC, _shm, _wait_for_line, _worker_pid
+from tests.launcher.helpers import JOBS, SAMPLE, cmdline, tagged_pids
+from tests.launcher.test_failures import EXEC, _shm, _wait_for_line, _worker_pid
 
 
 def _ipc_dirs(run_id: str, tmp: str | None = None) -> list[str]:

@@ -18,8 +18,7 @@ from actorflow.launcher.client import Aborted, ControlClient
 from actorflow.launcher.master import ControlMaster
 from actorflow.launcher.ports import free_port
 from actorflow.plan.io import plan_from_bytes
-
-from .helpers import SAMPLE
+from tests.launcher.helpers import SAMPLE
 
 sys.path.insert(0, str(SAMPLE.parent))
 import sample_pipeline

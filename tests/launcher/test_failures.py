@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from .helpers import JOBS, SAMPLE, cmdline, tagged_pids
+from tests.launcher.helpers import JOBS, SAMPLE, cmdline, tagged_pids
 
 # these tests read a worker's rank and run id from its /proc cmdline, which only an exec'd
 # worker has (a forked one shows the launcher's); test_sim_fork.py covers forked workers

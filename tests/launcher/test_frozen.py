@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from .helpers import JOBS, cmdline, tagged_pids
-from .test_failures import EXEC, _shm, _wait_for_line, _worker_pid
+from tests.launcher.helpers import JOBS, cmdline, tagged_pids
+from tests.launcher.test_failures import EXEC, _shm, _wait_for_line, _worker_pid
 
 
 def _ppid(pid: int) -> int:

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from .helpers import JOBS, REPO, install_fake_ssh
+from tests.launcher.helpers import JOBS, REPO, install_fake_ssh
 
 EXAMPLE = REPO / "examples" / "update_and_eval.py"
 

@@ -20,12 +20,11 @@ import pytest
 import zmq
 
 from actorflow.transport.auth import ClusterKey, secure_client
-
-from .helpers import JOBS, cmdline, tagged_pids
-from .jobs.paced_sample import build_plan
-from .msg_fuzz import message
-from .stranger import listening_ports
-from .test_failures import EXEC, _wait_for_line, _worker_pid
+from tests.launcher.helpers import JOBS, cmdline, tagged_pids
+from tests.launcher.jobs.paced_sample import build_plan
+from tests.launcher.msg_fuzz import message
+from tests.launcher.stranger import listening_ports
+from tests.launcher.test_failures import EXEC, _wait_for_line, _worker_pid
 
 PACED = JOBS / "paced_sample.py"
 OK = re.compile(r"paced_sample: 60 pieces on 2 machines in [\d.]+s .*= 0\.00e\+00 OK")

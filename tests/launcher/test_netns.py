@@ -16,8 +16,8 @@ import time
 import numpy as np
 import pytest
 
-from . import netns
-from .helpers import JOBS, SAMPLE, install_fake_ssh
+from tests.launcher import netns
+from tests.launcher.helpers import JOBS, SAMPLE, install_fake_ssh
 
 sys.path.insert(0, str(SAMPLE.parent))
 import sample_pipeline

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from .helpers import JOBS
+from tests.launcher.helpers import JOBS
 
 JOB = JOBS / "stream_pieces.py"
 WIDTH = 2048  # float64: 16 KiB per piece

@@ -18,10 +18,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tests.procs import pid_alive
 
 from actorflow.errors import LaunchError
 from actorflow.launcher.leftovers import check_run_id, leftovers, remove_leftovers
+from tests.procs import pid_alive
 
 REAPER = [sys.executable, "-m", "actorflow.launcher.reaper"]
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import JOBS, SAMPLE, cmdline, install_fake_ssh, tagged_pids
-from .test_failures import _wait_for_line
+from tests.launcher.helpers import JOBS, SAMPLE, cmdline, install_fake_ssh, tagged_pids
+from tests.launcher.test_failures import _wait_for_line
 
 
 def _unavailable() -> str:

@@ -19,8 +19,7 @@ from actorflow.errors import LaunchError
 from actorflow.launcher.cli import build_parser
 from actorflow.launcher.cmd_run import ssh_command
 from actorflow.launcher.hosts import expand, parse_hostfile, parse_hosts
-
-from .helpers import SAMPLE, install_fake_ssh
+from tests.launcher.helpers import SAMPLE, install_fake_ssh
 
 sys.path.insert(0, str(SAMPLE.parent))
 import sample_pipeline

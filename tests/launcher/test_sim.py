@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from .helpers import JOBS, SAMPLE
+from tests.launcher.helpers import JOBS, SAMPLE
 
 sys.path.insert(0, str(SAMPLE.parent))
 import sample_pipeline
@@ -45,6 +45,25 @@ def test_sim_pieces_override_and_json_summary(flowlaunch, tmp_path):
     with np.load(out) as f:
         assert f["colsum"].shape == (5, 32)
         np.testing.assert_allclose(f["colsum"][4], sample_pipeline.expected(4), rtol=1e-5)
+
+
+@pytest.mark.parametrize("core", ["python", "native"])
+def test_sim_says_which_core_ran(flowlaunch, core):
+    """The --json summary and the last line name the actor core every worker ran."""
+    from actorflow._core import native_error
+
+    if core == "native" and native_error() is not None:
+        pytest.skip(f"compiled core not built: {native_error()}")
+    r = flowlaunch.run("sim", SAMPLE, "--machines", 2, "--pieces", 3, "--json",
+                       env={"ACTORFLOW_CORE": core})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["core"] == core
+    assert [m["core"] for m in doc["machines"]] == [core, core]
+    r = flowlaunch.run("sim", SAMPLE, "--machines", 1, "--pieces", 2,
+                       env={"ACTORFLOW_CORE": core})
+    assert r.returncode == 0, r.stderr
+    assert f"pieces/s, {core} core)" in r.stdout
 
 
 def test_sim_log_dir_and_rank_prefixes(flowlaunch, tmp_path):

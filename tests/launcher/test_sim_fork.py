@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from .helpers import JOBS, SAMPLE, tagged_pids
-from .test_failures import _shm, _wait_for_line
+from tests.launcher.helpers import JOBS, SAMPLE, tagged_pids
+from tests.launcher.test_failures import _shm, _wait_for_line
 
 
 def _children(pid: int) -> list[int]:

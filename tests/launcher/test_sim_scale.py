@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from .helpers import REPO
+from tests.launcher.helpers import REPO
 
 EXAMPLES = REPO / "examples"
 

@@ -24,9 +24,8 @@ import pytest
 from actorflow.launcher.stall_root import merged_root
 from actorflow.trace.tracefile import load_dumps
 from actorflow.trace.whystuck import analyze_dumps
-
-from .helpers import JOBS, cmdline, install_fake_ssh, tagged_pids
-from .test_failures import EXEC, _wait_for_line, _worker_pid
+from tests.launcher.helpers import JOBS, cmdline, install_fake_ssh, tagged_pids
+from tests.launcher.test_failures import EXEC, _wait_for_line, _worker_pid
 
 # src -> mid -> stuck -> after, one stage per machine from the end: on 3 machines "mid"
 # (machine 1) never ACKs src because its own downstream (machine 2) is stuck
@@ -258,8 +257,7 @@ def test_master_takes_an_offered_root_only_over_a_remote_stall(remote):
     from actorflow.launcher.client import Aborted
     from actorflow.launcher.master import ControlMaster
     from actorflow.launcher.ports import free_port
-
-    from .test_control import _client, _in_threads, sample_pipeline
+    from tests.launcher.test_control import _client, _in_threads, sample_pipeline
 
     m = ControlMaster(2, sample_pipeline.build_plan, "127.0.0.1", free_port(), run_id="t",
                       heartbeat_timeout=5.0, join_timeout=20)

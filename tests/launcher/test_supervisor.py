@@ -7,10 +7,9 @@ import os
 import sys
 import time
 
-from tests.procs import pid_alive as _alive
-
 from actorflow.launcher.report import failure_table, root_cause
 from actorflow.launcher.supervisor import Supervisor
+from tests.procs import pid_alive as _alive
 
 
 def test_first_error_line_is_the_exception_of_a_traceback(tmp_path):

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from actorflow import eager
+from actorflow import collective, eager
 
 
 @pytest.fixture(autouse=True)
@@ -15,6 +15,8 @@ def fresh_eager():
     eager.shutdown()
     yield
     problems = eager.shutdown()
+    if collective.is_initialized():  # a world of one made by placement.all / global tensors
+        collective.destroy()
     assert not problems, problems
 
 

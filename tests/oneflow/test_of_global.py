@@ -49,8 +49,6 @@ def test_layouts_have_oneflows_values(ranks):
     assert r0["all"] == r1["all"] == 'actorflow.placement(type="cpu", ranks=[0, 1])'
 
 
-@pytest.mark.xfail(strict=True, reason="equal = equal bytes (NaN equals NaN) is helper "
-                   "tests' change to collective/consistency.py (issue 20), not landed yet")
 @pytest.mark.timeout(120)
 def test_identical_data_with_nan_and_inf_is_accepted(ranks):
     r0, r1 = ranks

@@ -30,6 +30,7 @@ def test_every_functional_op_is_a_top_level_name_and_a_method_where_oneflow_has_
             assert callable(getattr(x, name)), name
     for alias, target in ALIASES.items():
         assert getattr(flow, alias) is OPS.get(target)
+    assert {*names, "cat", "float32", "long"} <= set(dir(flow))  # tab completion sees them
     # methods made from ops compute what the op computes
     assert x.relu().tolist() == flow.relu(x).tolist() == [[1.0, 0.0], [3.0, 4.0]]
     assert x.tanh().numpy() == pytest.approx(np.tanh(x.numpy()))

@@ -132,3 +132,23 @@ def test_unary_and_reduction_dtypes():
     assert flow.tensor([True, True, False]).sum().item() == 2
     with pytest.raises(RuntimeError, match="mean of floating types"):
         i.mean()
+
+
+def test_a_compiled_job_computes_with_the_same_dtypes_as_eager():
+    """The actors run the op definitions' kernels: a plan gives eager's dtypes and values."""
+    with flow.Job("mixed") as job:
+        i = flow.input("i", (2,), "int64")
+        h = flow.input("h", (2,), "float16")
+        flow.output("q", i / i)
+        flow.output("s", i + h)
+        flow.output("f", i * 0.5)
+    feeds = {"i": np.array([3, 4], np.int64), "h": np.array([0.5, 0.25], np.float16)}
+    with flow.Session(flow.compile(job), timeout=30) as s:
+        got = s.run(feeds)
+    eager = {"q": flow.tensor(feeds["i"]) / flow.tensor(feeds["i"]),
+             "s": flow.tensor(feeds["i"]) + flow.tensor(feeds["h"]),
+             "f": flow.tensor(feeds["i"]) * 0.5}
+    for k, want in (("q", "float32"), ("s", "float16"), ("f", "float32")):
+        assert got[k].dtype == want == eager[k].dtype, k
+        np.testing.assert_array_equal(got[k], eager[k].numpy())
+    assert got["s"].tolist() == [3.5, 4.25] and got["f"].tolist() == [1.5, 2.0]

@@ -1,8 +1,9 @@
-"""Each seed's code sample (``seeds/*.py``: the text of ``shared/seeds`` 002, 003 and 004
-with ``import oneflow as flow`` changed to ``import actorflow as flow``, nothing else) runs
-and gives OneFlow 0.9.0's values (issue 21, items 4 and 5).
+"""Each seed's code sample (``seeds/*.py``: the text of seeds 002, 003 and 004, see the
+glossary in docs/architecture.md, with ``import oneflow as flow`` changed to ``import
+actorflow as flow``, nothing else) runs and gives OneFlow 0.9.0's values (issue 21, items 4
+and 5).
 
-Seed 003's sample is run the seed's way: three processes started by hand with
+Seed 003's sample is run the way seed 003 runs it: three processes started by hand with
 ``MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK/LOCAL_RANK`` (plus the run's key, made with
 ``flowlaunch key new``), no launcher.
 """

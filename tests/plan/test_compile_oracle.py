@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.plan.compile_oracle import BINARY, SCALAR, UNARY, build, max_error
 
 import actorflow as af
+from tests.plan.compile_oracle import BINARY, SCALAR, UNARY, build, max_error
 
 TOL = 1e-4
 

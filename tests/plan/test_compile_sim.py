@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.plan.compile_oracle import build, reference
 
 import actorflow as af
+from tests.plan.compile_oracle import build, reference
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

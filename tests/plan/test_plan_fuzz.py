@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from tests.plan.plan_fuzz import MUTATION, base_plan, check_mutant, run_plan
 
 BASE = base_plan()

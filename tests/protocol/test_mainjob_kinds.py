@@ -8,19 +8,19 @@ readers overlap.
 from __future__ import annotations
 
 import pytest
-from _proto import ack, actor, acts_of, eord, make_task, norm
 
 from actorflow.errors import ProtocolError
 from actorflow.protocol.messages import READY, Msg, cmd
 from actorflow.protocol.simulate import simulate
 from actorflow.protocol.state import EXITED, ZOMBIE
+from tests.protocol.by_hand import ack, actor, acts_of, eord, make_task, norm
 
 CONFLICTS = {"0": [0, 1, 2], "1": [0], "2": [0], "3": []}
 START, END, OUT = 10, 11, 12  # lock's consumed start/end, produced out
 
 
 def id_msg(src: int, dst: int, desc: int, slot: int, piece: int, seq: int, cs: int) -> Msg:
-    return Msg(READY, src, dst, desc, slot, piece, seq, payload=cs)
+    return Msg(READY, src, dst, desc, slot, piece, seq, aux=cs)
 
 
 def make_lock(register_num: int = 4):
@@ -30,7 +30,7 @@ def make_lock(register_num: int = 4):
 
 
 def admitted(actions) -> list[int]:
-    """cs ids the lock sends on (READY payloads) after running its acts to completion."""
+    """cs ids the lock sends on (READY aux) after running its acts to completion."""
     return [a.info[1] for a in acts_of(actions) if a.info[0] == "admit"]
 
 
@@ -47,10 +47,12 @@ def run_acts(state, actions) -> list:
 
 def test_wait_and_send_ids_sends_ids_in_order_with_their_payload():
     w = actor(4, "wait_and_send_ids", produced=[(START, 2, [5])], num_critical_sections=4)
-    msgs = run_acts(w, w.handle(cmd(4, "send", [3, 1, 0])))
-    assert [(m.piece_id, m.payload) for m in msgs] == [(0, 3), (1, 1)]  # 2 regsts: 2 in flight
+    msgs = []
+    for i in (3, 1, 0):
+        msgs += run_acts(w, w.handle(cmd(4, "send", i)))
+    assert [(m.piece_id, m.aux) for m in msgs] == [(0, 3), (1, 1)]  # 2 regsts: 2 in flight
     msgs = run_acts(w, w.handle(ack(5, 4, START, 0)))
-    assert [(m.piece_id, m.payload) for m in msgs] == [(2, 0)]
+    assert [(m.piece_id, m.aux) for m in msgs] == [(2, 0)]
     with pytest.raises(ProtocolError, match=r"critical section id 9 is not in \[0, 4\)"):
         w.handle(cmd(4, "send", 9))
 
@@ -60,9 +62,8 @@ def test_lock_admits_readers_together_and_holds_a_writer_back():
     out = lk.handle(id_msg(4, 5, START, 0, 0, 0, cs=1))
     out += lk.handle(id_msg(4, 5, START, 1, 1, 1, cs=2))
     assert admitted(out) == [1, 2]  # two readers overlap
-    assert dict(lk.running) == {1: 1, 2: 1}
+    assert lk.blocked_on()["running"] == {1: 1, 2: 1}
     assert admitted(lk.handle(id_msg(4, 5, START, 2, 2, 2, cs=0))) == []  # writer waits
-    assert not lk.admissible(0)
     assert lk.blocked_on()["waiting"] == [0]
 
 
@@ -70,15 +71,15 @@ def test_lock_queues_in_arrival_order_and_admits_after_esac_returns():
     lk = make_lock()
     for seq, cs in enumerate([1, 0, 2]):  # reader, writer, reader
         msgs = run_acts(lk, lk.handle(id_msg(4, 5, START, seq, seq, seq, cs=cs)))
-    assert dict(lk.running) == {1: 1}
+    assert lk.blocked_on()["running"] == {1: 1}
     # the reader behind the waiting writer does not overtake it
     assert lk.blocked_on()["waiting"] == [0, 2]
     msgs = run_acts(lk, lk.handle(id_msg(7, 5, END, 0, 0, 0, cs=1)))  # reader 1 done
     readys = [m for m in msgs if m.type == READY]
-    assert [m.payload for m in readys] == [0]  # the writer, and only it
-    assert lk.running[0] == 1 and lk.running[2] == 0
+    assert [m.aux for m in readys] == [0]  # the writer, and only it
+    assert lk.blocked_on()["running"] == {0: 1}
     msgs = run_acts(lk, lk.handle(id_msg(7, 5, END, 1, 1, 1, cs=0)))  # writer done
-    assert [m.payload for m in msgs if m.type == READY] == [2]
+    assert [m.aux for m in msgs if m.type == READY] == [2]
     # every start/end regst was acked back to its producer
     acks = [(m.dst, m.regst_desc_id) for m in msgs if m.type == 1]
     assert (7, END) in acks and (4, START) in acks
@@ -89,8 +90,10 @@ def test_writer_conflicts_with_itself_so_its_pieces_run_one_at_a_time():
     out = lk.handle(id_msg(4, 5, START, 0, 0, 0, cs=0))
     out += lk.handle(id_msg(4, 5, START, 1, 1, 1, cs=0))
     assert admitted(out) == [0]
-    # a job touching nothing runs beside it ... but only once the queue ahead is free
-    assert lk.admissible(3) and not lk.admissible(0)
+    assert lk.blocked_on()["running"] == {0: 1} and lk.blocked_on()["waiting"] == [0]
+    # a job touching nothing could run beside it, but not past the writer queued ahead
+    assert admitted(lk.handle(id_msg(4, 5, START, 2, 2, 2, cs=3))) == []
+    assert lk.blocked_on()["waiting"] == [0, 3]
 
 
 def test_a_returned_id_that_is_not_running_is_a_protocol_error():
@@ -128,9 +131,9 @@ def test_esac_returns_an_id_only_when_every_machine_of_that_section_is_done():
               producer_of={30: 13, 31: 14, 40: 15}, cs_of_desc={30: 0, 31: 0, 40: 1})
     assert run_acts(e, e.handle(Msg(READY, 13, 7, 30, 0, 0, 0))) == []  # machine 1 of cs 0 busy
     msgs = run_acts(e, e.handle(Msg(READY, 15, 7, 40, 0, 0, 0)))
-    assert [m.payload for m in msgs if m.type == READY] == [1]
+    assert [m.aux for m in msgs if m.type == READY] == [1]
     msgs = run_acts(e, e.handle(Msg(READY, 14, 7, 31, 0, 0, 0)))
-    assert [m.payload for m in msgs if m.type == READY] == [0]
+    assert [m.aux for m in msgs if m.type == READY] == [0]
     assert sorted((m.dst, m.regst_desc_id) for m in msgs if m.type == 1) == [(13, 30), (14, 31)]
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from _proto import ack, actor, acts_of, eord, make_task, norm, ready
 
 from actorflow.errors import ProtocolError, RegistryError
 from actorflow.protocol.kinds import kind_names, make_state
 from actorflow.protocol.messages import cmd
 from actorflow.protocol.state import EXITED, ZOMBIE
+from tests.protocol.by_hand import ack, actor, acts_of, eord, make_task, norm, ready
 
 
 def test_every_task_type_has_a_kind_and_unknown_types_list_them():
@@ -63,12 +63,13 @@ def test_source_with_a_tick_input_acts_once_per_tick():
 
 def test_input_feed_close():
     i = actor(0, "input", produced=[(20, 2, [3])])
-    assert i.handle(cmd(0, "feed")) != []
-    assert [a.piece_id for a in i.inflight.values()] == [0]
+    first = acts_of(i.handle(cmd(0, "feed")))
+    assert i.inflight == [0]
     acts = acts_of(i.handle(cmd(0, "feed", 2)))  # 2 more fed, only one free regst left
     assert [a.piece_id for a in acts] == [1]
+    assert i.inflight == [0, 1]
     assert i.handle(cmd(0, "close")) == []  # piece 2 not made yet: no EORD
-    for a in list(i.inflight.values()):
+    for a in first + acts:
         i.act_done(a)
     (a2,) = acts_of(i.handle(ack(3, 0, 20, 0)))
     assert norm(i.act_done(a2)) == [("READY", 0, 3, 20, 0, 2, 2), ("EORD", 0, 3, 20, -1, -1, 3)]

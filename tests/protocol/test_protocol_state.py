@@ -2,13 +2,12 @@
 "The actor protocol and the unit loop", rules 1-7).
 
 Each test feeds ``Msg`` objects into one pure state machine and compares the returned
-actions exactly (as tuples, see ``_proto.norm``).
+actions exactly (as tuples, see ``by_hand.norm``).
 """
 
 from __future__ import annotations
 
 import pytest
-from _proto import ack, actor, acts_of, eord, norm, ready
 
 from actorflow.errors import ProtocolError
 from actorflow.protocol.messages import Msg, cmd
@@ -19,6 +18,7 @@ from actorflow.protocol.state import (
     describe_states,
     describe_wait,
 )
+from tests.protocol.by_hand import ack, actor, acts_of, eord, norm, ready
 
 
 def normal(register_num: int = 1, consumers=(3,), inputs=(10,)):
@@ -313,11 +313,12 @@ def test_blocked_on_lists_what_each_input_and_output_holds():
 
 
 def test_describe_wait_and_describe_states_say_who_waits_for_whom():
-    a = normal(inputs=(10, 11), register_num=1, consumers=(3,))
-    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)) + a.handle(ready(2, 2, 11, 0, 0, 0)))
+    # desc 13's producer is task 4 (not task 2 itself: its ACK would stay in the unit)
+    a = normal(inputs=(10, 13), register_num=1, consumers=(3,))
+    (act,) = acts_of(a.handle(ready(1, 2, 10, 0, 0, 0)) + a.handle(ready(4, 2, 13, 0, 0, 0)))
     a.act_done(act)
     s = a.blocked_on()
-    assert describe_wait(s) == ("waits for READY on regst descs [10, 11]; regst desc 20 has "
+    assert describe_wait(s) == ("waits for READY on regst descs [10, 13]; regst desc 20 has "
                                 "no free regst (held by tasks [3])")
     idle = {**s, "inputs_empty": [], "outputs_full": []}
     assert describe_wait(idle) == "idle"

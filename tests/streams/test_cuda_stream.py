@@ -31,7 +31,7 @@ def test_stream_types_are_registered_and_an_unknown_one_lists_them():
     from actorflow.streams.stream import STREAMS
 
     assert {"cpu", "cpu-deferred", "cuda"} <= set(STREAMS.names())
-    with pytest.raises(RegistryError, match=r"unknown stream type 'tpu'; known: cpu, "
+    with pytest.raises(RegistryError, match=r"unknown stream 'tpu'; known: cpu, "
                                             r"cpu-deferred, cuda"):
         make_stream("tpu:0")
 

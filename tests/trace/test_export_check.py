@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from _plans import chain, flowlaunch
 
 import actorflow as af
 from actorflow.trace.check import check_chrome
 from actorflow.trace.events import RECV, MsgEvent
 from actorflow.trace.export import to_chrome
 from actorflow.trace.merge import load_trace
+from tests.trace.plans import chain, flowlaunch
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.source_imports import module_imports
-
 import actorflow.trace as trace_pkg
+from tests.source_imports import module_imports
 
 PURE = {"actorflow.protocol.state", "actorflow.protocol.kinds", "actorflow.protocol.messages"}
 RUNTIME = ("actorflow.actors", "actorflow.transport", "actorflow.launcher", "actorflow.session")

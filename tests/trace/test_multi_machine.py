@@ -9,7 +9,6 @@ import textwrap
 
 import msgpack
 import pytest
-from _plans import ROOT, chain, flowlaunch, flowlaunch_json
 
 import actorflow as af
 from actorflow.errors import KernelError
@@ -17,6 +16,7 @@ from actorflow.trace.check import check_chrome
 from actorflow.trace.events import RECV, MsgEvent
 from actorflow.trace.export import to_chrome
 from actorflow.trace.merge import load_trace
+from tests.trace.plans import ROOT, chain, flowlaunch, flowlaunch_json
 
 
 def test_sim_three_machines_trace_merges_and_checks(tmp_path):

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _plans import chain, expected, flowlaunch
 
 import actorflow as af
 from actorflow.errors import StallError
 from actorflow.session import ClusterSession
 from actorflow.trace.tracefile import load_dump
+from tests.trace.plans import chain, expected, flowlaunch
 
 
 def _stuck_plan() -> af.Plan:

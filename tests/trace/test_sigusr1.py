@@ -9,7 +9,8 @@ import textwrap
 import time
 
 import pytest
-from _plans import ROOT, flowlaunch
+
+from tests.trace.plans import ROOT, flowlaunch
 
 CHILD = textwrap.dedent('''
     import sys

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import msgpack
 import pytest
-from _plans import chain, flowlaunch, flowlaunch_json
 
 import actorflow as af
 from actorflow.trace.events import READY, RECV
 from actorflow.trace.packed import decode_chunk
+from tests.trace.plans import chain, flowlaunch, flowlaunch_json
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,13 @@ import time
 
 import numpy as np
 import pytest
-from _plans import drop_one, fed_chain, flowlaunch, flowlaunch_json
 
 import actorflow as af
 from actorflow.errors import KernelError, StallError
 from actorflow.protocol.messages import ACK, EORD
 from actorflow.trace.tracefile import load_dump
 from actorflow.trace.whystuck import analyze
+from tests.trace.plans import drop_one, fed_chain, flowlaunch, flowlaunch_json
 
 
 def test_lost_ack_stalls_and_why_stuck_names_actor_and_regst(tmp_path):
@@ -23,7 +23,7 @@ def test_lost_ack_stalls_and_why_stuck_names_actor_and_regst(tmp_path):
     desc = next(iter(src.produced.values())).regst_desc_id
     with pytest.raises(StallError) as ei:
         with af.Session(plan, trace=tmp_path, stall_timeout=0.4, timeout=20) as s:
-            dropped = drop_one(s, ACK, piece=1)
+            dropped = drop_one(s, ACK, piece=1, dst=src.task_id)
             for i in range(4):
                 s.feed({"x": np.full(4, i, np.float32)})
             for _ in range(4):

@@ -25,7 +25,7 @@ from actorflow.errors import UsageError
 ENV = "ACTORFLOW_CORE"
 CHOICES = ("native", "python")
 # the compiled modules the native core is made of: all must import for it to count as built
-MODULES = ("_records", "_eager")
+MODULES = ("_records", "unit_core", "_eager")
 
 _error: list[str | None] = []  # [why the native core does not load] once looked up
 _warned: set[str] = set()

@@ -36,8 +36,8 @@ class Instruction:
     where: Any
     error: Any
     deps: Any
-    reads: list[Any]
-    writes: list[Any]
+    reads: tuple[Any, ...]
+    writes: tuple[Any, ...]
     id: int
     dispatched: bool
     started: bool

@@ -64,10 +64,11 @@ cdef extern from *:
 
 NAME = "native"
 
-DEF PRUNE_AT = 16
-DEF MAX_CHAIN = 64
-DEF RELEASE_BATCH = 32
-DEF RELEASE_BYTES = 1 << 20
+cdef enum:  # (the Python reference's constants: deps.py, chain.py, vm.py)
+    PRUNE_AT = 16
+    MAX_CHAIN = 64
+    RELEASE_BATCH = 32
+    RELEASE_BYTES = 1 << 20
 
 cdef long long _next_blob = 0
 cdef long long _next_instr = 0
@@ -78,7 +79,6 @@ cdef object _act_record = None
 cdef object _tensor_type = None
 cdef object _hook = None
 cdef object _EMPTY = ()
-cdef list _NONE = []  # what a finished instruction reads and writes (never appended to)
 
 
 cdef dict _inside = {}  # code object -> is it actorflow's own code (shared with Python)
@@ -166,18 +166,25 @@ def caller_where():
     return where_here()
 
 
+cdef class VMState
+
+
 @cython.no_gc_clear  # its dealloc hands _blob to _vm; both must still be there
 cdef class TensorBase:
     """The data slots of an eager local tensor; when it dies its blob goes back to the VM
     (``vm.release``: queued, released in batches), without a Python ``__del__``."""
 
     cdef public object _blob, _vm
+    cdef VMState _state  # the native VM's issue side, when the compiled core made it
 
     def __dealloc__(self):
         vm, blob = self._vm, self._blob
         if vm is not None and blob is not None:
             try:
-                vm.release(blob)
+                if self._state is not None and self._state.vm is vm and type(blob) is Blob:
+                    self._state._release(<Blob>blob)
+                else:
+                    vm.release(blob)
             except BaseException:  # interpreter teardown: modules may be half gone
                 pass
 
@@ -223,27 +230,25 @@ cdef class Blob:
         return f"<blob {self.id} {self.shape} {self.dtype} on {self.device}>"
 
 
-cdef inline Blob _new_blob(object m):
+cdef inline Blob _new_blob(tuple proto):
+    """A blob of ``proto`` = (meta, shape, dtype, device, nbytes), read once per plan."""
     global _next_blob
     cdef Blob b = Blob.__new__(Blob)
     _next_blob += 1
     b.id = _next_blob
-    b.shape = m.shape
-    b.dtype = m.dtype
-    b.device = m.device
-    b.meta = m
-    b.nbytes = m.nbytes
+    b.meta, b.shape, b.dtype, b.device, b.nbytes = proto
     b.readers = []
     b.prune_at = PRUNE_AT
     return b
 
 
+@cython.no_gc  # (it drops what it holds when done; the VM drops its streams' last ones)
 @cython.freelist(256)
 cdef class Instruction:
     """One unit of work of a stream (see ``eager/instruction.py``)."""
 
     cdef public object itype, stream, name, operand, where, error, deps
-    cdef public list reads, writes
+    cdef public tuple reads, writes  # (tuples: nothing for the GC to follow per op)
     cdef public long long id
     cdef public bint dispatched, started, done, fusable, waited
     cdef Instruction next_
@@ -253,7 +258,7 @@ cdef class Instruction:
         _next_instr += 1
         self.id = _next_instr
         self.itype, self.stream, self.name, self.operand = itype, stream, name, operand
-        self.reads, self.writes, self.where = list(reads), list(writes), where
+        self.reads, self.writes, self.where = tuple(reads), tuple(writes), where
         self.deps = _EMPTY
         self.fusable = itype.fusable
 
@@ -528,7 +533,7 @@ cdef class StreamRt:
         if unit is not None:
             unit.act_end(_act_record(self.track, instr))
         instr.operand = None
-        instr.reads = instr.writes = _NONE
+        instr.reads = instr.writes = _EMPTY
         instr.deps = _EMPTY
         instr.done = True
         if instr.waited:  # a thread waits for this one (set under the VM's cv)
@@ -666,7 +671,7 @@ cdef class VMState:
                         other = []
                     other.append(d)
             if other is not None:
-                i.deps = other
+                i.deps = tuple(other)
         i.dispatched = True
         if type(s) is StreamRt:
             (<StreamRt>s).push(i)
@@ -695,23 +700,45 @@ cdef class VMState:
                 chained = True
             elif w is not None and not w.done and w.stream is not s:
                 return None
-        if not chained or not s.fuse_into(t, step):
+        if not chained:
             return None
-        n = len(t.operand) - 1  # this step's index in the chain
+        # The records first, the step last: a decref below may run Python code (a
+        # finalizer) and let the worker take the GIL, pop ``t`` and run it; the step
+        # joins only if ``t`` is still queued then (``fuse_into``, under the FIFO's
+        # mutex), else all of this is undone and the step gets an instruction of its own.
+        # (Meanwhile the counts only make a reuse look impossible, never possible.)
+        n = len(t.operand)  # this step's index in the chain
+        old_reads, old_writes, old_name = t.reads, t.writes, t.name
+        saved = []
         for b in step.reads:
             if b.last_writer is not t:
-                t.reads.append(b)
+                t.reads = t.reads + (b,)
             elif b.producer is t:
+                saved.append((b, b.chain_reads, b.last_step))
                 b.chain_reads += 1
                 b.last_step = n
             b.readers.append(t)
             b.nreads += 1
         for b in step.writes:
             b.last_writer = b.producer = t
-            t.writes.append(b)
-        if len(t.operand) == 2:
+        t.writes = t.writes + step.writes
+        if n == 1:
             t.name = f"{(<Step>t.operand[0]).name} (+ fused ops)"
-        return t
+        if s.fuse_into(t, step):
+            return t
+        for b in step.reads:
+            b.readers.remove(t)
+            b.nreads -= 1
+        for item in reversed(saved):
+            b = item[0]
+            b.chain_reads, b.last_step = item[1], item[2]
+        for b in step.writes:
+            b.last_writer = b.producer = None
+        if t.done:  # (finished meanwhile: it already dropped what it held)
+            t.reads = t.writes = _EMPTY
+        else:
+            t.reads, t.writes, t.name = old_reads, old_writes, old_name
+        return None
 
     cpdef submit_step(self, itype, stream, Step step):
         """One op step: fused into the stream's last instruction, or an instruction."""
@@ -729,7 +756,7 @@ cdef class VMState:
             instr.id = _next_instr
             instr.itype, instr.stream, instr.name = itype, stream, step.name
             instr.operand = [step]
-            instr.reads, instr.writes = list(step.reads), list(step.writes)
+            instr.reads, instr.writes = step.reads, step.writes
             instr.where = step.where
             instr.deps = _EMPTY
             instr.fusable = True
@@ -743,6 +770,9 @@ cdef class VMState:
 
     def release(self, Blob blob):
         """The last tensor of ``blob`` died: queue it (batched into release instructions)."""
+        self._release(blob)
+
+    cdef void _release(self, Blob blob) except *:
         if self.closed:
             return
         blob.dead = True
@@ -762,6 +792,8 @@ cdef class IssuePlan:
 
     cdef public object vm, expr, attrs, kernel, ufunc, itype, stream, wrap
     cdef public tuple in_names, outs
+    cdef tuple protos  # per output: (name, (meta, shape, dtype, device, nbytes))
+    cdef object op_type
     cdef public VMState state
     cdef int fcode
     cdef object fn  # the element-wise function, from the stream's array module
@@ -771,6 +803,8 @@ cdef class IssuePlan:
         self.kernel, self.ufunc = expr.opdef.kernel, ufunc
         self.itype, self.stream, self.wrap = itype, stream, wrap
         self.state = vm.state
+        self.op_type = expr.op_type
+        self.protos = tuple((name, (m, m.shape, m.dtype, m.device, m.nbytes)) for name, m in outs)
         self.fcode = _FORMS[self.ufunc[1]] if self.ufunc is not None else -1
         self.fn = getattr(stream.xp, self.ufunc[0]) if self.ufunc is not None \
             and type(stream) is StreamRt else None
@@ -793,13 +827,13 @@ cdef class IssuePlan:
                 ins[self.in_names[k]] = b
             reads.append(b)
             k += 1
-        for name, m in self.outs:
-            b = _new_blob(m)
+        for name, proto in self.protos:
+            b = _new_blob(<tuple>proto)
             if generic:
                 outs[name] = b
             writes.append(b)
         cdef Step st = Step.__new__(Step)
-        st.name = self.expr.op_type
+        st.name = self.op_type
         st.where = where
         st.kernel = self.kernel
         st.fcode = self.fcode
@@ -814,17 +848,20 @@ cdef class IssuePlan:
         vm = self.vm
         cls = _tensor_type
         if len(writes) == 1:
-            return _wrap(cls, writes[0], vm) if cls is not None else self.wrap(writes[0], vm)
-        return tuple(_wrap(cls, b, vm) if cls is not None else self.wrap(b, vm) for b in writes)
+            return _wrap(cls, writes[0], vm, self.state) if cls is not None \
+                else self.wrap(writes[0], vm)
+        return tuple(_wrap(cls, b, vm, self.state) if cls is not None else self.wrap(b, vm)
+                     for b in writes)
 
 
-cdef inline object _wrap(object cls, object blob, object vm):
+cdef inline object _wrap(object cls, object blob, object vm, VMState state):
     cdef TensorBase tb
     t = (<PyTypeObject *>cls).tp_new(cls, <PyObject *>_EMPTY, NULL)
     if isinstance(t, TensorBase):
         tb = t
         tb._blob = blob
         tb._vm = vm
+        tb._state = state
     else:
         t._blob = blob
         t._vm = vm
@@ -845,11 +882,13 @@ cdef class FastPlan:
 cdef tuple call_key(tuple args, dict kwargs):
     cdef list key = []
     cdef object tt = _tensor_type
+    cdef object b
     for a in args:
         t = type(a)
         key.append(t)
         if t is tt:
-            key.append(a._blob.meta)
+            b = (<TensorBase>a)._blob if isinstance(a, TensorBase) else a._blob
+            key.append((<Blob>b).meta if type(b) is Blob else b.meta)
         elif t is not float:
             key.append(a)
     if kwargs:

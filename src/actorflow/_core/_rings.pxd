@@ -87,6 +87,29 @@ cdef extern from "ring_outlet.h" nogil:
     int ring_outlet_send(ring_outlet_t *o, const void *records, uint32_t n, int64_t deadline_ns,
                          uint32_t *sent)
 
+cdef extern from "record.h" nogil:
+    ctypedef struct af_msg:
+        pass
+
+cdef extern from "ring_check.h" nogil:
+    ctypedef struct ring_desc_t:
+        int64_t id
+        int64_t producer
+        int32_t register_num
+        int32_t first, count
+    ctypedef struct ring_check_t:
+        const int64_t *tasks
+        const int32_t *thrds
+        int32_t ntasks
+        const ring_desc_t *descs
+        int32_t ndescs
+        const int64_t *consumers
+        int32_t me
+        const int32_t *writers
+        int32_t nwriters
+    int ring_check_record(const ring_check_t *c, const af_msg *m, uint32_t ring, char *why,
+                          size_t whylen)
+
 cdef extern from "ring_bench.h" nogil:
     int ring_bench_pingpong(ring_inbox_t *inbox, ring_outlet_t *out, long n, int initiator,
                             int64_t timeout_ns, long *done, int *step)
@@ -125,3 +148,12 @@ cdef class RingOutlet:
     cdef RingOutlet _open(RingSegment seg, int index, int efd, double spin_us, int procs)
     cdef int _check(self) except -1
     cdef Py_ssize_t _count(self, Py_ssize_t nbytes) except -1
+
+
+cdef class RingCheck:
+    cdef ring_check_t c
+    cdef int64_t *tasks
+    cdef int32_t *thrds
+    cdef ring_desc_t *descs
+    cdef int64_t *consumers
+    cdef int32_t *writers

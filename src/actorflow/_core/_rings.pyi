@@ -1,3 +1,4 @@
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 
 from actorflow.errors import TransportError
@@ -83,6 +84,12 @@ class RingOutlet:
     def __enter__(self) -> RingOutlet: ...
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None: ...
+
+class RingCheck:
+    def __init__(self, units: Mapping[int, int],
+                 descs: Iterable[tuple[int, int, int, Iterable[int]]], me: int,
+                 writers: Iterable[int]) -> None: ...
+    def problem(self, record: bytes | bytearray | memoryview, ring: int) -> str | None: ...
 
 def pingpong(inbox: RingInbox, outlet: RingOutlet, n: int, initiator: bool,
              timeout: float) -> int: ...

@@ -16,6 +16,7 @@ releases the GIL.  Objects refuse to work in a process other than the one that m
 from cpython.exc cimport PyErr_CheckSignals
 from libc.errno cimport EBADF, EBUSY, EINTR, EINVAL, ENOMEM, EPROTO, ETIMEDOUT
 from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport strerror
 
 import os
@@ -513,6 +514,76 @@ cdef class RingOutlet:
     def __dealloc__(self):
         if self.is_open:
             ring_outlet_close(&self.c)
+
+
+cdef class RingCheck:
+    """The checks a record from a ring passes before a state machine sees it
+    (``ring_check.h``): built once from the machine's plan facts, then ``problem(record,
+    ring)`` says why a record is refused (None: it may be handled).  The native loop uses
+    the C struct (``RingCheck.c``) directly.
+
+    ``units``: task -> thrd of every task of the machine; ``descs``: (desc id, producer
+    task, register_num, consumer tasks) of every desc they touch; ``me``: the reading unit;
+    ``writers``: the unit writing each ring of its segment."""
+
+    def __cinit__(self):
+        self.tasks = NULL
+        self.thrds = NULL
+        self.descs = NULL
+        self.consumers = NULL
+        self.writers = NULL
+
+    def __init__(self, units, descs, int me, writers):
+        tasks = sorted((int(t), int(u)) for t, u in dict(units).items())
+        ds = sorted((int(i), int(p), int(r), sorted(int(x) for x in cs))
+                    for i, p, r, cs in descs)
+        ws = [int(w) for w in writers]
+        ncons = sum(len(d[3]) for d in ds)
+        self.tasks = <int64_t *>malloc((len(tasks) + 1) * sizeof(int64_t))
+        self.thrds = <int32_t *>malloc((len(tasks) + 1) * sizeof(int32_t))
+        self.descs = <ring_desc_t *>malloc((len(ds) + 1) * sizeof(ring_desc_t))
+        self.consumers = <int64_t *>malloc((ncons + 1) * sizeof(int64_t))
+        self.writers = <int32_t *>malloc((len(ws) + 1) * sizeof(int32_t))
+        if not (self.tasks and self.thrds and self.descs and self.consumers and self.writers):
+            raise MemoryError()
+        cdef Py_ssize_t i, k = 0
+        for i, (t, u) in enumerate(tasks):
+            self.tasks[i] = t
+            self.thrds[i] = u
+        for i, (did, prod, rn, cs) in enumerate(ds):
+            if rn < 1:
+                raise RingError(f"regst desc {did}: register_num {rn} < 1")
+            self.descs[i].id = did
+            self.descs[i].producer = prod
+            self.descs[i].register_num = rn
+            self.descs[i].first = k
+            self.descs[i].count = len(cs)
+            for x in cs:
+                self.consumers[k] = x
+                k += 1
+        for i, w in enumerate(ws):
+            self.writers[i] = w
+        self.c.tasks, self.c.thrds, self.c.ntasks = self.tasks, self.thrds, len(tasks)
+        self.c.descs, self.c.ndescs, self.c.consumers = self.descs, len(ds), self.consumers
+        self.c.me, self.c.writers, self.c.nwriters = me, self.writers, len(ws)
+
+    def problem(self, const unsigned char[::1] record, int ring):
+        """Why the 64-byte ``record`` from ring ``ring`` is refused, or None."""
+        cdef char why[256]
+        if record.shape[0] != 64:
+            raise RingError(f"a record is 64 bytes, got {record.shape[0]}")
+        if ring < 0:
+            return f"ring {ring} does not exist"
+        if ring_check_record(&self.c, <const af_msg *>&record[0], ring, why, sizeof(why)):
+            return why.decode(errors="replace")
+        return None
+
+    def __dealloc__(self):
+        free(self.tasks)
+        free(self.thrds)
+        free(self.descs)
+        free(self.consumers)
+        free(self.writers)
 
 
 # ---- floors: C loops for the transport bench (bench/transport_floor.py) ----------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
 
 from actorflow.actors.hosting import Deliver, Recorder, RuntimeFactory
 from actorflow.actors.node import MachineNode
@@ -69,8 +68,8 @@ class NodeGroup:
     def push_feed(self, task_id: int, arrays: dict) -> None:
         self._node(task_id).push_feed(task_id, arrays)
 
-    def command(self, task_id: int, name: str, payload: Any = None) -> None:
-        self._node(task_id).command(task_id, name, payload)
+    def command(self, task_id: int, name: str, arg: int | None = None) -> None:
+        self._node(task_id).command(task_id, name, arg)
 
     def wait_exited(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

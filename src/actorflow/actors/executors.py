@@ -18,7 +18,6 @@ from actorflow.errors import KernelError, ProtocolError, RegistryError
 from actorflow.kernels.registry import KernelContext, get_op
 from actorflow.plan.model import Task
 from actorflow.protocol.messages import Act
-from actorflow.protocol.state import ActorState
 from actorflow.registry import Registry
 from actorflow.streams.cuda import DeviceStream
 from actorflow.streams.stream import Stream
@@ -36,17 +35,17 @@ def register_executor(task_type: str, fn: Executor) -> Executor:
 
 
 class ActorHost:
-    """One actor in a runtime: its state machine, compiled exec sequence and memory view."""
+    """One actor's data side in a runtime: its compiled exec sequence and memory view (its
+    state machine lives in the unit's core)."""
 
-    __slots__ = ("bound", "executor", "machine_id", "memory", "nodes", "runtime", "state",
-                 "stream", "task", "task_id", "unit")
+    __slots__ = ("bound", "executor", "machine_id", "memory", "nodes", "runtime", "stream",
+                 "task", "task_id", "unit")
 
-    def __init__(self, task: Task, state: ActorState, runtime: MachineRuntime,
-                 stream: Stream, unit: ThreadUnit) -> None:
+    def __init__(self, task: Task, runtime: MachineRuntime, stream: Stream,
+                 unit: ThreadUnit) -> None:
         self.task = task
         self.task_id = task.task_id
         self.machine_id = task.machine_id
-        self.state = state
         self.runtime = runtime
         self.memory = runtime.memory
         self.stream = stream
@@ -232,7 +231,7 @@ for _t, _fn in {
     "normal": run_exec_sequence, "source": run_exec_sequence, "boxing": run_exec_sequence,
     "input": run_input, "output": run_output, "acc": run_acc, "repeat": run_copy,
     "copy_h2d": run_copy_h2d, "copy_d2h": run_copy_d2h, "comm_net": run_copy, "tick": run_nothing,
-    # the main job: ids travel in message payloads, there is no data to move
+    # the main job: ids travel in the messages (aux), there is no data to move
     "wait_and_send_ids": run_nothing, "reentrant_lock": run_nothing, "case": run_nothing,
     "esac": run_nothing, "callback_tick": run_callback,
 }.items():

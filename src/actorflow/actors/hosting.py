@@ -47,7 +47,7 @@ class Runtime(Protocol):
 
     def push_feed(self, task_id: int, arrays: dict[str, np.ndarray]) -> None: ...
 
-    def command(self, task_id: int, name: str, payload: Any = None) -> None: ...
+    def command(self, task_id: int, name: str, arg: int | None = None) -> None: ...
 
     def wait_exited(self, timeout: float) -> None: ...
 
@@ -89,6 +89,9 @@ class Recorder(Protocol):
     """What the runtime needs of a recorder (``actorflow.trace.recorder.Recorder``)."""
 
     def unit(self, key: tuple[int, int]) -> UnitRecorder: ...
+
+    def adopt(self, key: tuple[int, int], unit: Any) -> None:
+        """A unit that records itself (the native loop) takes that unit's place."""
 
     def trace_config(self) -> dict | None:
         """How a unit process rebuilds this recorder (None: it records nothing)."""

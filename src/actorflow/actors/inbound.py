@@ -20,11 +20,21 @@ import numpy as np
 
 from actorflow.errors import MalformedMessage
 from actorflow.plan.model import RegstDesc
-from actorflow.protocol.messages import ACK, CLIENT, CMD, EORD, READY, Msg
+from actorflow.protocol.messages import (
+    ACK,
+    CLIENT,
+    CMD,
+    CMD_NAMES,
+    EORD,
+    NONE,
+    READY,
+    SEND,
+    Msg,
+)
 from actorflow.transport.auth import current_key
 
 _INT_MAX = 2**63 - 1
-_CMDS = ("start", "stop", "feed", "close", "send")  # send: a multi-job request's ids
+_SLOT_MAX = 2**31 - 1  # a record's slot is an int32 (``_core/record.h``)
 
 def _is_int(v: Any, lo: int = -1) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= _INT_MAX
@@ -78,17 +88,24 @@ class Inbound:
             return f"{len(frames)} frames that the header does not announce"
         if not isinstance(body, list) or len(body) != 10:
             return f"header is {type(body).__name__} of {_len(body)} fields, expected 10"
-        t, src, dst, desc, slot, piece, seq, mid, name, _payload = body
+        t, src, dst, desc, slot, piece, seq, mid, code, aux = body
         if type(t) is not int or t not in (READY, ACK, EORD, CMD):  # not 1.0, not True
             return f"message type {t!r:.20}"
-        if not all(_is_int(v) for v in (src, dst, desc, slot, piece, seq)) or not _is_int(mid, 0):
-            return "ids, slot, piece, seq and msg id must be 64-bit integers"
+        if not all(_is_int(v) for v in (src, dst, desc, slot, piece, seq, aux)) \
+                or not _is_int(mid, 0) or not _is_int(code, 0):
+            return "ids, slot, piece, seq, msg id, command and aux must be 64-bit integers"
+        if slot > _SLOT_MAX:
+            return f"slot {slot} does not fit a record's 32 bits"
         if not self.hosted(dst):
             return f"destination task {dst} is not hosted here"
         if t == CMD:
-            if src != CLIENT or name not in _CMDS:
-                return f"command {name!r:.20} from task {src}"
+            if src != CLIENT or not 0 < code < len(CMD_NAMES):
+                return f"command {code!r:.20} from task {src}"
+            if code == SEND and aux == NONE:
+                return "a 'send' command without a critical-section id"
             return self._frames(metas, frames, None, 0) if metas else None
+        if code != 0:
+            return f"a {('READY', 'ACK', 'EORD')[t]} with command code {code}"
         if src not in self.routing:
             return f"sender task {src} is not in the plan"
         d = self.descs.get(desc)

@@ -112,9 +112,9 @@ class JobClient:
             parts = [self._start(p, {p.inputs[0]: arrays[p.inputs[0]]}) for p in pushes]
             parts.append(self._start(info, {} if pushes else arrays))
             parts += [self._start(p, {}) for p in pulls]
-            # one message carries the request's ids, in order: pushes, the job, pulls
-            ids = [p.job_id for p in pushes] + [info.job_id] + [p.job_id for p in pulls]
-            self.runtime.command(self._wait.task_id, "send", ids)
+            # one command per id, in order: pushes, the job, pulls (FIFO to one task)
+            for job_id in [p.job_id for p in pushes] + [info.job_id] + [p.job_id for p in pulls]:
+                self.runtime.command(self._wait.task_id, "send", job_id)
         if self.runtime.error is not None:
             self.fail_all(self.runtime.error)
         return _gather(parts, main=len(pushes))

@@ -26,11 +26,11 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from actorflow.actors import unit_wire as uw
+from actorflow.actors.coalesce import unpack
 from actorflow.actors.hosting import (
     Deliver,
     DeliverBatch,
@@ -39,6 +39,7 @@ from actorflow.actors.hosting import (
     UnitHosting,
 )
 from actorflow.actors.inbound import Inbound
+from actorflow.actors.machine_view import MachineView
 from actorflow.actors.routing import Router, split_address
 from actorflow.actors.unit_loop import serve
 from actorflow.errors import (
@@ -48,7 +49,7 @@ from actorflow.errors import (
     TransportError,
     WaitTimeout,
 )
-from actorflow.plan.model import Plan, RegstDesc, Task
+from actorflow.plan.model import Plan, Task
 from actorflow.protocol.messages import Msg, cmd
 from actorflow.registry import Registry
 from actorflow.transport.comm import Listener, Message, listen
@@ -77,35 +78,6 @@ def register_unit_kind(name: str, factory: HostingFactory) -> HostingFactory:
 
 def unit_kinds() -> list[str]:
     return UNIT_KINDS.names()
-
-
-class MachineView:
-    """What one machine needs to know of a (sub-)plan, as plain ids and descs."""
-
-    def __init__(self, plan: Plan, machine_id: int) -> None:
-        self.plan = plan
-        self.machine_id = machine_id
-        self.tasks = [t for t in plan.tasks if t.machine_id == machine_id]
-        if "routing" in plan.ctrl:
-            self.routing = {int(k): (int(v[0]), int(v[1])) for k, v in
-                            plan.ctrl["routing"].items()}
-        else:
-            self.routing = plan.routing_table()
-        self.descs: dict[int, RegstDesc] = plan.regst_descs()
-        remote = plan.ctrl.get("remote_descs")
-        if remote is not None:
-            for k, d in remote.items():
-                self.descs.setdefault(int(k), RegstDesc.from_dict(d))
-        produced_here = {d.regst_desc_id for t in self.tasks for d in t.produced.values()}
-        remote_ids = {i for t in self.tasks for i in t.consumed_ids() if i not in produced_here}
-        for i in sorted(remote_ids):
-            if i not in self.descs:
-                raise TransportError(f"machine {machine_id}: regst desc {i} is consumed here "
-                                     "but the plan neither produces it nor lists it in "
-                                     "ctrl['remote_descs'] (use Plan.for_machine)")
-        self.remote_descs = {i: self.descs[i] for i in sorted(remote_ids)}
-        self.producer_of = {i: d.producer_task_id for i, d in self.descs.items()}
-        self.units = sorted({(t.machine_id, t.thrd_id) for t in self.tasks})
 
 
 class MachineNode:
@@ -197,10 +169,10 @@ class MachineNode:
         self.hosting.start()
 
     # -- driving -----------------------------------------------------------------------
-    def command(self, task_id: int, name: str, payload: Any = None) -> None:
+    def command(self, task_id: int, name: str, arg: int | None = None) -> None:
         """Send ``CMD name`` to a task of any machine."""
         self._check()
-        self._route_cmd(cmd(task_id, name, payload), [])
+        self._route_cmd(cmd(task_id, name, arg), [])
 
     def push_feed(self, task_id: int, arrays: Mapping[str, np.ndarray]) -> None:
         """One piece for input task ``task_id`` (on any machine)."""
@@ -324,8 +296,17 @@ class MachineNode:
 
     def _handle(self, m: Message) -> None:
         """Validate a received message (``actors/inbound.py``) before it is landed."""
-        if not isinstance(m.kind, int) or not uw.MSG <= m.kind <= uw.STATES:
+        if not isinstance(m.kind, int) or not uw.MSG <= m.kind <= uw.BATCH:
             self._malformed(self.inbound.reject(f"message kind {m.kind!r:.20}"))
+            return
+        if m.kind == uw.BATCH:  # a thread unit's messages of one loop turn, in order
+            try:
+                subs = list(unpack(m, self.name))
+            except MalformedMessage as e:
+                self._malformed(e)
+                return
+            for sub in subs:
+                self._handle(sub)
             return
         try:
             if m.kind == uw.MSG:

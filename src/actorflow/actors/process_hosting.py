@@ -28,12 +28,14 @@ from typing import TYPE_CHECKING
 import msgpack
 
 from actorflow import errors
+from actorflow.actors import unit_rings
 from actorflow.actors import unit_wire as uw
 from actorflow.actors.landing import land
 from actorflow.actors.memory import shm_blobs
 from actorflow.actors.process_unit import CONFIG_VERSION
 from actorflow.actors.procstate import frozen_after, is_stopped
 from actorflow.actors.routing import Router, compose_address
+from actorflow.actors.unit_rings import MachineRings
 from actorflow.errors import (
     ActorflowError,
     InternalError,
@@ -72,10 +74,15 @@ class ProcessHosting:
         self.ctl_addrs = {k: ipc_address(self.tmpdir, f"u{k[1]}-ctl") for k in view.units}
         self.token = secrets.token_bytes(uw.TOKEN_BYTES)  # control messages carry it (unit_wire)
         self.arena = ShmArena(node.run_id, self.mid)
+        self.rings: MachineRings | None = None
         try:
             descs = [d for t in view.tasks for d in t.produced.values()]
             for d in [*descs, *view.remote_descs.values()]:
                 self.arena.create(d.regst_desc_id, d.register_num, shm_blobs(d))
+            # units of this machine swap records through shared-memory rings (the compiled
+            # core), else through their ipc inboxes
+            if len(view.units) > 1 and unit_rings.unavailable() is None:
+                self.rings = MachineRings(node.run_id, view)
         except BaseException:
             self._cleanup_files()
             raise
@@ -124,10 +131,12 @@ class ProcessHosting:
             # the run's CURVE key: on the unit's stdin like the rest, never argv or env
             "cluster_key": ck.to_bytes() if (ck := current_key()) is not None else None,
             "token": self.token,
+            "rings": self.rings.config() if self.rings is not None else None,
         }
+        fds = self.rings.pass_fds() if self.rings is not None else ()
         for key in self.view.units:
             p = subprocess.Popen([sys.executable, "-m", "actorflow.actors.process_unit"],
-                                 stdin=subprocess.PIPE)
+                                 stdin=subprocess.PIPE, pass_fds=fds)
             self.procs[key] = p
             assert p.stdin is not None
             p.stdin.write(msgpack.packb({**base, "thrd_id": key[1],
@@ -337,6 +346,8 @@ class ProcessHosting:
             self._cleanup_files()
 
     def _cleanup_files(self) -> None:
+        if self.rings is not None:
+            self.rings.close()
         self.arena.unlink()
         shutil.rmtree(self.tmpdir, ignore_errors=True)
 

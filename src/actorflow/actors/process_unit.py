@@ -18,7 +18,6 @@ import signal
 import sys
 import time
 import traceback
-from collections import deque
 from typing import Any
 
 import msgpack
@@ -29,11 +28,13 @@ from actorflow.actors.coalesce import land_batch
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.inbound import Inbound
 from actorflow.actors.landing import land
+from actorflow.actors.machine_view import MachineView
 from actorflow.actors.memory import SharedDeviceAllocator, ShmAllocator
 from actorflow.actors.native_sockets import NativeSender
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_loop import run_unit
+from actorflow.actors.unit_rings import UnitRings
 from actorflow.actors.unit_status import StatusResponder
 from actorflow.errors import ActorflowError, KernelError, MalformedMessage, ProtocolError
 from actorflow.plan.io import plan_from_bytes
@@ -54,8 +55,6 @@ class Stopped(Exception):
 
 class ProcessUnit:
     def __init__(self, cfg: dict[str, Any]) -> None:
-        from actorflow.actors.node import MachineView
-
         self.machine_id = mid = int(cfg["machine_id"])
         self.thrd_id = tid = int(cfg["thrd_id"])
         self.name = f"machine {mid} unit {tid}"
@@ -72,7 +71,7 @@ class ProcessUnit:
                          or Recorder(plan, tag=f"m{mid}-t{tid}"))
         self.rt = rt = MachineRuntime(plan, [mid], allocator=self.alloc,
                                       units=[(mid, tid)], producer_of=view.producer_of,
-                                      recorder=self.recorder)
+                                      recorder=self.recorder, native_loops=False)
         # output pieces go to the node in batches: one copy out of the regst, then frames
         self.batcher = rt.batcher = Batcher(self._deliver)
         for t in rt.tasks:  # regsts produced by other units / remote receive buffers
@@ -81,11 +80,15 @@ class ProcessUnit:
                     rt.memory[i] = self.alloc.allocate(view.descs[i])
         rt.pin_copy_buffers()
         unit_addrs = {(int(m), int(t)): a for m, t, a in cfg["unit_addrs"]}
-        # messages to peer units go in one BATCH per peer per loop turn (actors/coalesce.py)
-        # other machines: through the compiled core's libzmq driver when it runs
+        # messages to peer units: records through shared-memory rings (actors/unit_rings.py)
+        # when the node made them, else one BATCH per peer per loop turn (actors/coalesce.py);
+        # to other machines through the compiled core's libzmq driver when it runs
+        self.rings = UnitRings(cfg["rings"], tid) if cfg.get("rings") else None
+        links = {unit_addrs[(mid, p)]: self.rings.batch(p, f"machine {mid} unit {p}")
+                 for p in self.rings.peers} if self.rings is not None else None
         self.native = NativeSender() if native_sockets.unavailable() is None else None
         self.router = Router(mid, view.routing, self.outbox, rt.memory, {}, unit_addrs,
-                             coalesce=True, native=self.native)
+                             coalesce=True, links=links, native=self.native)
         rt.remote_send = self.router.send
         rt.coalesced = self.router
         self.unit = next(iter(rt.units.values())) if rt.units else None
@@ -208,9 +211,10 @@ class ProcessUnit:
         unit = self.unit
         if unit is None:
             return
-        for early in self.early:
-            unit.local.extend(self._take(early))
+        early = [msg for m in self.early for msg in self._take(m)]
         self.early = []
+        if early:
+            unit.push(early)
         run_unit(unit, _SocketSource(self))
 
     def wait_stop(self, limit: float = 60.0) -> None:
@@ -241,6 +245,8 @@ class ProcessUnit:
     def close(self, flush: bool) -> None:
         if self.status is not None:
             self.status.close()
+        if self.rings is not None:
+            self.rings.close()
         self.recorder.close()
         self.rt.close_streams()
         self.inbox.close()
@@ -249,38 +255,75 @@ class ProcessUnit:
 
 
 class _SocketSource:
-    """A process unit's messages: its own inbox socket, plus the commands its runtime
-    queued itself (a fed piece's CMD); the blocking receive wakes every ``WAIT`` seconds
-    to check that the node is alive."""
+    """A process unit's messages: the records its peer units put in its rings (when it has
+    them), its own inbox socket (other machines, its node), and the commands its runtime
+    queued itself (a fed piece's CMD).  One wait covers rings and socket together; it wakes
+    every ``WAIT`` seconds to check that the node is alive."""
 
     def __init__(self, pu: ProcessUnit) -> None:
         assert pu.unit is not None
         self.recv = pu._recv  # inbound validation (actors/inbound.py) before landing
         self.queue = pu.unit.inbox
-        self.take = pu._take
+        self.take_wire = pu._take
         self.check = pu._check
+        self.check_head = pu._check_head
+        self.inbound = pu.inbound
         self.ppid = os.getppid()
-        self.unpacked: deque[Msg] = deque()  # the rest of a received BATCH, in order
+        self.rings = pu.rings
+        self.routing = pu.inbound.routing
+        self.mid = pu.machine_id
+        if self.rings is not None:
+            from actorflow._core import _zq
 
-    def next(self, timeout: float) -> Msg | None:
-        if self.unpacked:
-            return self.unpacked.popleft()
-        if not self.queue.empty():
-            msg = self.queue.get_nowait()
+            self.wait_any = _zq.wait_any
+            self.sockets = [_zq.ZqSocket(pu.inbox.handle, pu.inbox, pu.inbox.name)]
+
+    def take(self, timeout: float) -> list[Msg]:
+        """The commands queued here, then what the rings hold, then one wire message (a
+        BATCH unpacked in order)."""
+        out: list[Msg] = []
+        q = self.queue
+        while not q.empty():
+            msg = q.get_nowait()
             if not isinstance(msg, Msg):
                 raise Stopped
-            return msg
-        m = self.recv(timeout)
+            out.append(msg)
+        if self.rings is not None:
+            self._from_rings(out)
+            if not out and timeout > 0:
+                rings, sockets = self.wait_any(self.rings.inbox, self.sockets, timeout)
+                if rings:
+                    self._from_rings(out)
+                if not sockets:
+                    return out
+            timeout = 0.0
+        m = self.recv(0.0 if out else timeout)
         if m is None or m is _DROPPED:
-            return None
+            return out
         if m.kind or m.metas:
-            msgs = self.take(m)
-            if not msgs:
-                return None  # a feed took it
-            if len(msgs) > 1:
-                self.unpacked.extend(msgs[1:])
-            return msgs[0]
-        return self.check(m)
+            out.extend(self.take_wire(m))  # a feed takes its CMD's arrays; a BATCH unpacks
+        else:
+            msg = self.check(m)
+            if msg is not None:
+                out.append(msg)
+        return out
+
+    def _from_rings(self, out: list[Msg]) -> None:
+        """Records from the rings, each checked like a wire message and against its ring:
+        the sender task must live on the unit that writes that ring."""
+        assert self.rings is not None
+        for writer, header in self.rings.take():
+            msg = self.check_head(header)
+            if msg is None:
+                continue
+            if self.routing.get(msg.src) != (self.mid, writer):
+                err = self.inbound.reject(
+                    f"a record in the ring of unit {writer} claims sender task {msg.src}, "
+                    "which that unit does not host", f"machine {self.mid} unit {writer}")
+                if self.inbound.strict:
+                    raise err
+                continue
+            out.append(msg)
 
     def idle(self) -> bool:
         if os.getppid() != self.ppid:

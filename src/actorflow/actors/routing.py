@@ -9,7 +9,7 @@ actors of one unit never get here (the unit keeps them local).  With ``coalesce=
 process unit) messages to other unit processes wait in a per-peer ``PeerBatch`` until the
 unit loop calls ``flush()`` (actors/coalesce.py); messages to a node always go at once.
 ``links`` replaces the batch of a peer unit of this machine by one of the same shape that
-goes another way than a socket (the rings between unit processes); ``native``
+goes through a shared-memory ring instead of a socket (actors/unit_rings.py); ``native``
 sends the actor messages that use sockets through the compiled core's libzmq driver
 (actors/native_sockets.py: a regst's frames without a copy, the GIL released in waits).
 """
@@ -62,7 +62,9 @@ class Router:
                  machine_addrs: Mapping[int, str] | None = None,
                  unit_addrs: Mapping[tuple[int, int], str] | None = None,
                  coalesce: bool = False, links: Mapping[str, Any] | None = None,
-                 native: Any = None) -> None:
+                 native: Any = None, coalesce_nodes: bool = False) -> None:
+        """``coalesce_nodes``: batch messages to other machines' nodes too (their receivers
+        unpack a BATCH: thread units, whose loops flush before they sleep)."""
         self.machine_id = machine_id
         self.routing = dict(routing)
         self.outbox = outbox
@@ -74,6 +76,7 @@ class Router:
         # dst task -> (comm, crosses machines, its batch or None): one dict hit per send
         self._fast: dict[int, tuple[Comm | None, bool, Any]] = {}
         self.coalesce = coalesce
+        self.coalesce_nodes = coalesce_nodes
         self.native = native
         self._batches: dict[str, Any] = dict(links or {})  # peer unit address -> its batch
         self._waiting: list[Any] = []  # batches holding messages, in first-use order
@@ -170,8 +173,12 @@ class Router:
         return comm, remote, batch
 
     def _peer_units(self) -> set[str]:
-        """Addresses of unit processes (they understand BATCH; a node's listener does not)."""
-        return {*self.unit_addrs.values(), *self.remote_units.values()}
+        """Addresses that take a BATCH: unit processes, and with ``coalesce_nodes`` the
+        nodes of other machines."""
+        peers = {*self.unit_addrs.values(), *self.remote_units.values()}
+        if self.coalesce_nodes:
+            peers.update(a for m, a in self.machine_addrs.items() if m != self.machine_id)
+        return peers
 
     def _send_batch(self, batch: Any) -> None:
         self._waiting.remove(batch)

@@ -47,6 +47,13 @@ class ThreadHosting:
         return address
 
     def start(self) -> None:
+        # each unit's messages to other machines wait in one batch per machine while its
+        # loop has more to do, and go before it sleeps (node receivers unpack a BATCH); a
+        # router of its own, as a batch is one thread's (client commands use the shared one)
+        view, node = self.node.view, self.node
+        for u in self.runtime.units.values():
+            u.remote = Router(view.machine_id, view.routing, node.outbox, self.runtime.memory,
+                              node.machine_addrs, coalesce=True, coalesce_nodes=True)
         self.runtime.start()
 
     def actor_states(self) -> list[dict]:

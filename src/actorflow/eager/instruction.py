@@ -84,8 +84,8 @@ class Instruction:
         self.stream = stream
         self.name = name  # op name (or "copy", "release") for errors and traces
         self.operand = operand
-        self.reads = reads
-        self.writes = writes
+        self.reads: Sequence[BlobObject] = reads  # (a tuple once done)
+        self.writes: Sequence[BlobObject] = writes
         self.where = where  # the user's (file, line) that issued it
         # unfinished instructions of other streams; a shared empty tuple until there are any
         self.deps: Sequence[Instruction] = ()

@@ -53,7 +53,7 @@ class VirtualMachine:
         from actorflow.eager.core import module
 
         if scheduler == "thread":
-            core = "python"  # the seed's scheduler thread is the Python reference's
+            core = "python"  # seed 000's scheduler thread is the Python reference's
         self.core: Any = module(core)
         self.state: Any = None  # the compiled core's issue side (None: Python core)
         self.timeout = timeout  # default for every wait
@@ -382,4 +382,5 @@ class VirtualMachine:
             close = getattr(s.stream, "close", None)  # device streams own threads/handles
             if close is not None:
                 close()
+            s.last = s.current = None  # (the compiled core's records are not GC-tracked)
         return problems

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 POLL_S = 0.0002  # how often an idle worker polls an asynchronous stream for completions
 IDLE_WAIT = 0.5  # s an idle worker sleeps before it looks again (a lost wake-up's cost)
-_NONE: list = []  # shared empty list for finished instructions (never appended to)
 
 
 class _ActRecord:
@@ -213,7 +212,7 @@ class StreamRt:
         # drop what a finished instruction holds: blob -> producer -> blob would be a
         # reference cycle per op, left to the cyclic GC (which then scans every pending one)
         instr.operand = None
-        instr.reads = instr.writes = instr.deps = _NONE
+        instr.reads = instr.writes = instr.deps = ()  # (tuples: the compiled records' type)
         instr.done = True
         self.vm.on_done(instr)
 

@@ -63,8 +63,10 @@ class ControlClient:
 
     def hello(self, host: str, pid: int, timeout: float) -> dict:
         """Join; returns the ``plan`` message once every rank has joined."""
+        from actorflow._core import core_name
+
         self.send("hello", rank=self.rank, world_size=self.world_size, host=host, pid=pid,
-                  clock=self.clock.to_dict())
+                  clock=self.clock.to_dict(), core=core_name())
         return self.wait_for({"plan"}, timeout, "the plan from the master (other ranks joining)")
 
     # -- key-value and barrier -------------------------------------------------------------

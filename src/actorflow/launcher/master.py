@@ -30,7 +30,7 @@ from __future__ import annotations
 import errno
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,10 +60,18 @@ class RankInfo:
     addr: str = ""
     pieces: int = 0
     clock: dict = field(default_factory=dict)
+    core: str = "?"  # the actor core the worker runs (actorflow._core.core_name)
 
     def summary(self) -> dict:
         return {"rank": self.rank, "host": self.host, "pid": self.pid, "status": self.status,
-                "pieces": self.pieces, "clock_offset": self.clock.get("offset", 0.0)}
+                "pieces": self.pieces, "clock_offset": self.clock.get("offset", 0.0),
+                "core": self.core}
+
+
+def run_core(cores: Iterable[str]) -> str:
+    """The core a run ran on: the one every worker reported, else ``mixed``."""
+    seen = set(cores)
+    return seen.pop() if len(seen) == 1 else ("mixed" if seen else "?")
 
 
 class ControlMaster:
@@ -176,6 +184,7 @@ class ControlMaster:
             "pieces": pieces, "wall_seconds": round(wall, 4),
             "pieces_per_second": round(pieces / wall, 3) if wall > 0 else 0.0,
             "machines": [i.summary() for _, i in sorted(self.ranks.items())],
+            "core": run_core(i.core for i in self.ranks.values()),
             "clock_offsets": {str(k): v for k, v in self.clock_offsets.items()},
             "error": self.error,
         }
@@ -323,7 +332,8 @@ class ControlMaster:
                 self.log(f"rejected a worker: {reason}")
             return
         info = RankInfo(rank, ident, str(msg.get("host", "?")), int(msg.get("pid", 0)),
-                        time.monotonic(), clock=dict(msg.get("clock") or {}))
+                        time.monotonic(), clock=dict(msg.get("clock") or {}),
+                        core=str(msg.get("core", "?"))[:16])
         self.ranks[rank] = info
         self.by_ident[ident] = rank
         self.log(f"rank {rank} joined from {info.host} pid {info.pid} "

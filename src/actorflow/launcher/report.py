@@ -73,13 +73,14 @@ def summary_json(summary: dict, children: Sequence[Child], extra: dict[str, Any]
         m = machines.get(c.rank, {})
         per.append({"rank": c.rank, "host": c.host, "pid": c.pid, "status": m.get(
             "status", "unknown"), "exit_code": c.exit_code, "pieces": m.get("pieces", 0),
-            "clock_offset": m.get("clock_offset", 0.0)})
+            "clock_offset": m.get("clock_offset", 0.0), "core": m.get("core", "?")})
     doc = {
         "ok": bool(extra.get("ok")), "pieces": summary.get("pieces", 0),
         "wall_seconds": summary.get("wall_seconds", 0.0),
         "pieces_per_second": summary.get("pieces_per_second", 0.0),
         "machines": per, "error": summary.get("error"),
         "clock_offsets": summary.get("clock_offsets", {}),
+        "core": summary.get("core", "?"),
     }
     doc.update({k: v for k, v in extra.items() if k != "ok"})
     return json.dumps(doc, sort_keys=True)
@@ -95,7 +96,8 @@ def summary_line(job: str, n: int, summary: dict, extra: dict) -> str:
     """The last line of every mode (sim, run, worker, SPMD): what ran, how fast, ok or not."""
     line = (f"{job}: {summary.get('pieces', 0)} pieces on {n} machine{'s' * (n > 1)} in "
             f"{summary.get('wall_seconds', 0.0):.2f}s "
-            f"({summary.get('pieces_per_second', 0.0):.1f} pieces/s)")
+            f"({summary.get('pieces_per_second', 0.0):.1f} pieces/s, "
+            f"{summary.get('core', '?')} core)")
     if "check" in extra:
         line += f"; {extra['check']}"
     if "out" in extra:

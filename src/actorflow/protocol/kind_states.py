@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from actorflow.errors import ProtocolError
-from actorflow.protocol.messages import Act, Msg
+from actorflow.protocol.messages import CLOSE, FEED, START, STOP, Act, Msg
 from actorflow.protocol.state import ActorState
 from actorflow.protocol.task import TaskView as Task
 
@@ -63,11 +63,11 @@ class SourceState(_Generator):
     kind = "source"
 
     def _on_cmd(self, msg: Msg) -> None:
-        if msg.cmd == "start":
-            n = msg.payload if msg.payload is not None else self.attrs.get("piece_num")
+        if msg.cmd == START:
+            n = msg.arg if msg.arg is not None else self.attrs.get("piece_num")
             self.budget = None if n is None else int(n)
             self.closed = self.budget is not None
-        elif msg.cmd == "stop":
+        elif msg.cmd == STOP:
             if self.attrs.get("gated"):
                 return  # its gate's EORD ends it, after every admitted piece
             self.budget = self.pieces_made if self.budget is None else min(
@@ -83,11 +83,11 @@ class InputState(_Generator):
     kind = "input"
 
     def _on_cmd(self, msg: Msg) -> None:
-        if msg.cmd == "feed":
+        if msg.cmd == FEED:
             if self.closed:
                 raise ProtocolError(f"task {self.task_id} (input {self.label}): fed after close")
-            self.budget = (self.budget or 0) + (1 if msg.payload is None else int(msg.payload))
-        elif msg.cmd == "close":
+            self.budget = (self.budget or 0) + (1 if msg.arg is None else msg.arg)
+        elif msg.cmd == CLOSE:
             self.closed = True
         else:
             super()._on_cmd(msg)

@@ -6,7 +6,7 @@ A multi-job plan runs every job's *critical section* under one main job:
       -> identity tick on every machine -> the job's tasks -> sink tick per machine
       -> callback tick (tells the client) and esac -> back edge to the lock
 
-Critical-section ids are data: they ride in the ``payload`` of the READY messages
+Critical-section ids are data: they ride in the ``aux`` field of the READY messages
 between these kinds (all on one unit of machine 0), so the state machines can decide
 with no regst memory.  The lock admits an id when its critical section does not conflict
 with any running one (``attrs["conflicts"]``: id -> ids it conflicts with); ids wait in
@@ -24,7 +24,7 @@ from actorflow.errors import ProtocolError
 from actorflow.protocol import rules
 from actorflow.protocol.kind_record import Kind
 from actorflow.protocol.kind_states import TickState, _Generator
-from actorflow.protocol.messages import READY, Act, Exit, Msg
+from actorflow.protocol.messages import CLOSE, READY, SEND, Act, Exit, Msg
 from actorflow.protocol.rules import Structure
 from actorflow.protocol.state import EXITED, RUNNING, ZOMBIE, ActorState, Produced
 from actorflow.protocol.task import TaskShape
@@ -37,7 +37,7 @@ def _send_ready_payload(state: ActorState, out: list, p: Produced, slot: int, pi
     start = len(out)
     state._send_ready(out, p, slot, piece)
     for m in out[start:]:
-        m.payload = payload
+        m.aux = payload
 
 
 class _PayloadInputs(ActorState):
@@ -49,7 +49,7 @@ class _PayloadInputs(ActorState):
 
     def handle(self, msg: Msg) -> list[Any]:
         if msg.type == READY and msg.regst_desc_id in self.payloads:
-            self.payloads[msg.regst_desc_id].append(msg.payload)
+            self.payloads[msg.regst_desc_id].append(msg.aux)
         return super().handle(msg)
 
     def _pop(self, desc_id: int) -> tuple[int, int, Any]:
@@ -71,18 +71,17 @@ class WaitAndSendIdsState(_Generator):
                                 "regst desc and no consumed ones")
 
     def _on_cmd(self, msg: Msg) -> None:
-        if msg.cmd == "send":
+        if msg.cmd == SEND:
             if self.closed:
                 raise ProtocolError(f"task {self.task_id} (wait_and_send_ids): id sent after "
                                     "close")
-            ids = msg.payload if isinstance(msg.payload, list) else [msg.payload]
-            for i in ids:
-                if not isinstance(i, int) or not 0 <= i < self.num_cs:
-                    raise ProtocolError(f"task {self.task_id} (wait_and_send_ids): critical "
-                                        f"section id {i!r} is not in [0, {self.num_cs})")
-            self.ids.extend(ids)
-            self.budget = (self.budget or 0) + len(ids)
-        elif msg.cmd == "close":
+            i = msg.aux
+            if not 0 <= i < self.num_cs:
+                raise ProtocolError(f"task {self.task_id} (wait_and_send_ids): critical "
+                                    f"section id {i} is not in [0, {self.num_cs})")
+            self.ids.append(i)
+            self.budget = (self.budget or 0) + 1
+        elif msg.cmd == CLOSE:
             self.closed = True
         else:
             super()._on_cmd(msg)
@@ -96,12 +95,12 @@ class WaitAndSendIdsState(_Generator):
         d, slot = act.writes[0]
         _send_ready_payload(self, out, self.produced[d], slot, act.piece_id, act.info)
 
-    def dry_run_commands(self, pieces: int) -> list[tuple[str, Any]]:
+    def dry_run_commands(self, pieces: int) -> list[tuple[str, int | None]]:
         """What the dry run sends: every critical section ``pieces`` times, in the order a
         client sends one request (``attrs["request_order"]``: a job's push jobs, the job,
-        its pull jobs, job after job), then close."""
+        its pull jobs, job after job), one ``send`` per id, then close."""
         order = [int(i) for i in self.attrs.get("request_order", range(self.num_cs))]
-        return [("send", [i for _ in range(pieces) for i in order]), ("close", None)]
+        return [*(("send", i) for _ in range(pieces) for i in order), ("close", None)]
 
 
 class ReentrantLockState(_PayloadInputs):
@@ -138,7 +137,8 @@ class ReentrantLockState(_PayloadInputs):
 
     def blocked_on(self) -> dict[str, Any]:
         s = super().blocked_on()
-        s.update(running=dict(self.running), waiting=list(self.payloads[self.start.desc_id]))
+        s.update(running={cs: n for cs, n in sorted(self.running.items()) if n},
+                 waiting=list(self.payloads[self.start.desc_id]))
         return s
 
     def _can_act(self) -> bool:

@@ -239,7 +239,7 @@ class ActorState:
     # -- hooks that kinds refine -----------------------------------------------------------
     def _on_cmd(self, msg: Msg) -> None:
         raise ProtocolError(f"task {self.task_id} ({self.kind}) does not take command "
-                            f"'{msg.cmd}'")
+                            f"'{msg.cmd_name}'")
 
     def _can_act(self) -> bool:
         for c in self._cons:

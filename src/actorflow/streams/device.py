@@ -3,7 +3,8 @@
 ``ACTORFLOW_DEVICE`` picks the backend for every ``cuda`` placement of a run: ``cuda``
 (default: CuPy on real GPUs) or ``emulated`` (numpy under CuPy's rules, for CI).  A backend
 gives the array module (``xp``), device count, streams, pinned host memory and device
-memory that other processes of the machine can map.  Both are registered in ``BACKENDS``.
+memory that other processes of the machine can map.  Both are registered in
+``DEVICE_BACKENDS``.
 """
 
 from __future__ import annotations
@@ -192,9 +193,9 @@ class EmulatedBackend:
         self.xp.cuda.ipc_close(mem, owner)
 
 
-BACKENDS: Registry[type] = Registry("device backend")
-BACKENDS.register("cuda", CupyBackend)
-BACKENDS.register("emulated", EmulatedBackend)
+DEVICE_BACKENDS: Registry[type] = Registry("device backend")
+DEVICE_BACKENDS.register("cuda", CupyBackend)
+DEVICE_BACKENDS.register("emulated", EmulatedBackend)
 
 
 def backend_name() -> str:
@@ -204,7 +205,7 @@ def backend_name() -> str:
 @functools.cache
 def _backend(name: str) -> DeviceBackend:
     try:
-        cls = BACKENDS.get(name)
+        cls = DEVICE_BACKENDS.get(name)
     except LookupError as e:
         raise DeviceError(f"{DEVICE_ENV}={name!r}: {e}") from e
     backend: DeviceBackend = cls()

@@ -1,7 +1,7 @@
 """Streams: where an act's kernels run, and when the act counts as done.
 
 A unit launches acts on its stream and sends an act's READY/ACK only for acts the stream
-reports completed.  Three stream types share that one path:
+reports completed.  Three streams share that one path:
 
 - ``cpu``: kernels run inline in ``launch``; the act is done at once (``synchronous``);
 - ``cpu-deferred``: kernels run on a worker thread and finish later, like a GPU, so the
@@ -9,7 +9,8 @@ reports completed.  Three stream types share that one path:
 - ``cuda``: kernels launch on a device stream (CuPy, or the emulated device) and the act is
   done when the event recorded after it is (``streams/cuda.py``).
 
-Stream types are looked up by name in ``STREAMS``; a unit picks one with ``stream_for``.
+Streams are registered by name in ``STREAMS``; ``make_stream(mem_case)`` gives a unit (or
+a VM stream type of the eager VM, ``eager/instruction.py``) the one for its memory case.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def _load_builtin() -> None:
     from actorflow.streams import cuda, deferred  # noqa: F401  (they register themselves)
 
 
-STREAMS: Registry[StreamFactory] = Registry("stream type", loader=_load_builtin)
+STREAMS: Registry[StreamFactory] = Registry("stream", loader=_load_builtin)
 
 
 class CpuStream:
@@ -82,7 +83,7 @@ class CpuStream:
         self._done: list[tuple[Any, Any]] = []
 
     def launch(self, host: Any, act: Any) -> None:
-        host.executor(host, act)  # = host.run(act), one call less on the hot path
+        host.run(act)
         self._done.append((host, act))
 
     def completed(self) -> list[tuple[Any, Any]]:
@@ -108,7 +109,7 @@ STREAMS.register("cpu", CpuStream)
 
 
 def register_stream(name: str, factory: StreamFactory) -> StreamFactory:
-    """Add a stream type (a duplicate name is a ``RegistryError``)."""
+    """Add a stream by name (a duplicate name is a ``RegistryError``)."""
     return STREAMS.register(name, factory)
 
 CPU_STREAM_ENV = "ACTORFLOW_CPU_STREAM"
@@ -116,7 +117,7 @@ _CPU_STREAMS = {"inline": "cpu", "deferred": "cpu-deferred"}
 
 
 def cpu_stream_name() -> str:
-    """The CPU stream type ``ACTORFLOW_CPU_STREAM`` asks for (inline by default)."""
+    """The CPU stream ``ACTORFLOW_CPU_STREAM`` asks for (inline by default)."""
     choice = os.environ.get(CPU_STREAM_ENV, "inline") or "inline"
     try:
         return _CPU_STREAMS[choice]

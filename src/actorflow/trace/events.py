@@ -23,7 +23,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from actorflow.protocol.messages import ACK, CMD, EORD, MSG_TYPE_NAMES, READY, Msg
+from actorflow.protocol.messages import (
+    ACK,
+    CMD,
+    CMD_CODES,
+    EORD,
+    MSG_TYPE_NAMES,
+    NONE,
+    READY,
+    Msg,
+)
 
 SEND, RECV, ACT_BEGIN, ACT_END, ACT_DEVICE = 0, 1, 2, 3, 4
 EVENT_NAMES = ("SEND", "RECV", "ACT_BEGIN", "ACT_END", "ACT_DEVICE")
@@ -40,12 +49,12 @@ def plain_payload(v: Any) -> Any:
 
 def message_row(code: int, t: int, m: Msg) -> tuple:
     """A SEND/RECV of message ``m`` as a plain row (see the module docstring); msgpack
-    writes tuples as arrays, so no list is built."""
-    p = m.payload
-    if p is not None and type(p) is not int:
-        p = plain_payload(p)
+    writes tuples as arrays, so no list is built.  A command keeps its name and argument."""
+    if m.type == CMD:
+        return (code, t, m.type, m.src, m.dst, m.regst_desc_id, m.slot, m.piece_id, m.seq,
+                m.msg_id, m.cmd_name, m.arg)
     return (code, t, m.type, m.src, m.dst, m.regst_desc_id, m.slot, m.piece_id, m.seq,
-            m.msg_id, m.cmd, p)
+            m.msg_id, "", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +86,11 @@ class MsgEvent:
         return self.src if self.kind == SEND else self.dst
 
     def header(self) -> list:
-        """The message as ``Msg.header()`` lays it out (for replay)."""
+        """The message as ``Msg.header()`` lays it out (for replay): the command's name
+        back to its code, its argument to ``aux``."""
+        arg = self.payload if type(self.payload) is int else NONE
         return [self.type, self.src, self.dst, self.desc, self.slot, self.piece, self.seq,
-                self.msg_id, self.cmd, self.payload]
+                self.msg_id, CMD_CODES.get(self.cmd, 0), arg]
 
     def describe(self) -> str:
         what = f"{EVENT_NAMES[self.kind]} {self.type_name} {self.src}->{self.dst}"

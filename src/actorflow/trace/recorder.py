@@ -40,7 +40,6 @@ from actorflow.trace.events import (
     RECV,
     SEND,
     message_row,
-    plain_payload,
 )
 from actorflow.trace.packed import MSG_WORDS, decode_chunk
 from actorflow.trace.tracefile import TraceWriter, plan_info, write_dump
@@ -114,6 +113,7 @@ class TraceUnit:
         self.key = key
         self.size = size
         self.writer = writer
+        self.buffer_size = buffer_size
         self.buf = buf = bytearray()
         self.cmds: dict[int, tuple[str, Any]] = {}  # word offset -> CMD name, payload
         self.last_chunk: tuple[bytes, dict] = (b"", {})  # for dumps after a flush
@@ -141,8 +141,8 @@ class TraceUnit:
                 flush()
 
         def recv(m: Any) -> None:
-            if m.type == CMD:  # client commands carry a name and a payload
-                cmds[len(buf) // 8] = (m.cmd, plain_payload(m.payload))
+            if m.type == CMD:  # client commands carry a name and an argument
+                cmds[len(buf) // 8] = (m.cmd_name, m.arg)
             buf.extend(msg(RECV, now(), m.type, m.src, m.dst, m.regst_desc_id, m.slot,
                            m.piece_id, m.seq, m.msg_id))
             if len(buf) >= cap:
@@ -272,6 +272,13 @@ class Recorder:
                     u = TraceUnit(key, self._writer(key[0]), self.flight_size, self.buffer_size)
                 self.units[key] = u
             return u
+
+    def adopt(self, key: tuple[int, int], unit: Any) -> None:
+        """A unit that records itself (the compiled core's loop: ``actors/native_trace.py``)
+        takes the place of the recorder's own unit object; it offers the same ``rows``,
+        ``marker`` and ``flush``, so dumps and trace files are the same."""
+        with self._lock:
+            self.units[key] = unit
 
     def _hosted(self, key: tuple[int, int]) -> set[int] | None:
         tasks = getattr(self.plan, "tasks", None)

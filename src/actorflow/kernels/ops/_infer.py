@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from actorflow.errors import DimensionError, OpError
@@ -41,3 +43,35 @@ def norm_axis(axis: int, ndim: int, what: str = "axis") -> int:
 
 def same(d: BlobDesc) -> dict[str, BlobDesc]:
     return {"out": BlobDesc(d.shape, d.dtype)}
+
+
+def work_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a kernel computes a float result of ``dtype`` in: float16 results are
+    computed in float32 (what GPUs' half kernels do for exp, sums and variances, whose
+    float16 intermediates overflow at 65504 or cancel to nothing), others in themselves."""
+    return np.dtype("float32") if np.dtype(dtype) == np.float16 else np.dtype(dtype)
+
+
+def loop_dtype(out_dtype: Any, *operands: Any, int_loops: bool = False) -> dict[str, Any]:
+    """``dtype=`` for a ufunc writing ``out_dtype`` from ``operands`` (arrays or numbers),
+    when numpy's own loop would be narrower than the result: ``exp`` of int8 runs a float16
+    loop, ``int8 ** int8`` an int8 one (3 ** 5 wraps to -13), a uint8 tensor times a 0-d
+    float16 one a float16 loop (65520 overflows) — while the result is float32.  A wider
+    loop (int32 -> float64) is left to numpy, whose answer rounds once.  Integer results
+    are computed in their own dtype (operands taken into it first).  ``int_loops``: the
+    function has integer loops (``power``), so integer operands never reach a float one."""
+    out = np.dtype(out_dtype)
+    if out.kind != "f":
+        return {"dtype": out}
+    natural = np.result_type(*[o.dtype if hasattr(o, "dtype") else o for o in operands])
+    if natural.kind != "f":
+        if int_loops:
+            return {"dtype": out}
+        natural = np.promote_types(natural, np.float16)  # numpy's float loop for integers
+    return {"dtype": out} if out.itemsize > natural.itemsize else {}
+
+
+def scalar_as(value: Any, dtype: Any) -> Any:
+    """A Python number converted into ``dtype`` as OneFlow converts an op's scalar: a cast
+    (an int wraps: ``int8 + 300`` adds 44; a float rounds), never numpy's overflow error."""
+    return np.asarray(value).astype(dtype)[()]

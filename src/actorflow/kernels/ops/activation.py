@@ -10,8 +10,7 @@ from typing import Any
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad
-from actorflow.kernels.ops._infer import same
-from actorflow.kernels.ops.elementwise import scalar_as
+from actorflow.kernels.ops._infer import same, scalar_as, work_dtype
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -37,14 +36,9 @@ def _unary(op_type: str, body: KernelFn, doc: str, float_out: bool = True) -> No
 def _k(fn: Any) -> KernelFn:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         x, out = ins["in"], outs["out"]
-        if out.dtype == "float16":  # computed in float32 and rounded once, as a GPU's half
-            wide = ctx.xp.empty(out.shape, "float32")  # kernels do (x**3 overflows at 40)
-            fn(ctx.xp, x.astype("float32"), wide, attrs)
-            out[...] = wide
-            return
-        if x.dtype != out.dtype:  # ints and bools: computed in the float type they give
-            x = x.astype(out.dtype)
-        fn(ctx.xp, x, out, attrs)
+        if out.dtype.kind == "f" and x.dtype != work_dtype(out.dtype):  # integers and float16:
+            x = x.astype(work_dtype(out.dtype))  # in float32 or the result's dtype (log of int8
+        fn(ctx.xp, x, out, attrs)                # is no float16 log; gelu's fit needs floats)
     return kernel
 
 
@@ -68,15 +62,28 @@ def _sigmoid(xp: Any, x: Any, out: Any, a: Attrs) -> None:
     out[...] = xp.where(x >= 0, pos, e * pos)
 
 
-def erf(xp: Any, x: Any) -> Any:
-    """erf(x) to ~1e-7 relative (Numerical Recipes' erfc Chebyshev fit, any array module)."""
+def erfc_abs(xp: Any, x: Any) -> Any:
+    """erfc(|x|) to ~1e-7 relative (Numerical Recipes' Chebyshev fit, any array module)."""
     z = xp.abs(x)
     t = 1.0 / (1.0 + 0.5 * z)
     poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
         -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
             -0.82215223 + t * 0.17087277))))))))
-    erfc = t * xp.exp(-z * z + poly)
-    return xp.where(x >= 0, 1.0 - erfc, erfc - 1.0)
+    return t * xp.exp(-z * z + poly)
+
+
+def normal_cdf(xp: Any, x: Any) -> Any:
+    """Phi(x) = erfc(-x / sqrt 2) / 2, taken from erfc on the side where it is small, so a
+    tail stays accurate (Phi(-5) = 2.9e-7 is not 1 + (erfc - 1) / 2 in float32)."""
+    half = 0.5 * erfc_abs(xp, x * (1.0 / math.sqrt(2.0)))
+    return xp.where(x >= 0, 1.0 - half, half)
+
+
+def _sigmoid_pair(xp: Any, u: Any) -> tuple[Any, Any]:
+    """(sigmoid(u), sigmoid(-u)), neither computed as 1 - the other (no cancellation)."""
+    e = xp.exp(-xp.abs(u))
+    big, small = 1.0 / (1.0 + e), e / (1.0 + e)
+    return xp.where(u >= 0, big, small), xp.where(u >= 0, small, big)
 
 
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
@@ -84,10 +91,11 @@ _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 
 def _gelu(xp: Any, x: Any, out: Any, a: Attrs) -> None:
     if a.get("approximate", "none") == "tanh":
-        inner = _SQRT_2_PI * (x + 0.044715 * x * x * x)
-        out[...] = 0.5 * x * (1.0 + xp.tanh(inner))
+        # 0.5 (1 + tanh u) = sigmoid(2u): no 1 + tanh cancelling for a negative x
+        s, _ = _sigmoid_pair(xp, 2.0 * _SQRT_2_PI * (x + 0.044715 * x * x * x))
+        out[...] = x * s
     else:
-        out[...] = 0.5 * x * (1.0 + erf(xp, x * (1.0 / math.sqrt(2.0))))
+        out[...] = x * normal_cdf(xp, x)
 
 
 def _silu(xp: Any, x: Any, out: Any, a: Attrs) -> None:
@@ -111,9 +119,9 @@ def _clip(xp: Any, x: Any, out: Any, a: Attrs) -> None:
     lo, hi = a.get("min"), a.get("max")
     out[...] = x
     if lo is not None:
-        xp.maximum(out, lo, out=out, casting="unsafe")
+        xp.maximum(out, lo, out=out, dtype=out.dtype, casting="unsafe")  # bounds in the dtype
     if hi is not None:
-        xp.minimum(out, hi, out=out, casting="unsafe")
+        xp.minimum(out, hi, out=out, dtype=out.dtype, casting="unsafe")
 
 
 def _clip_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
@@ -124,7 +132,7 @@ def _clip_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 def _fill_like(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     out = outs["out"]
-    out.fill(scalar_as(attrs["value"], out.dtype))
+    out.fill(scalar_as(attrs["value"], out.dtype))  # int8 and 300: 44 (a cast, as OneFlow)
 
 
 _unary("log", _k(_log), "natural logarithm")
@@ -148,20 +156,19 @@ def _relu_grad(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> N
 
 def _gelu_grad(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     xp, x, dy = ctx.xp, ins["x"], ins["dy"]
-    if x.dtype == "float16":  # in float32 (x**3 of half values overflows at 40)
-        x, dy = x.astype("float32"), dy.astype("float32")
+    if x.dtype != work_dtype(x.dtype):  # float16: the derivative's terms cancel
+        x = x.astype(work_dtype(x.dtype))
     tanh_form = attrs.get("approximate", "none") == "tanh"
     # past +-10 (tanh form) or +-40 the derivative is exactly its limit, 1 or 0; clipped
     # there so x**2 and x**3 cannot overflow into 0 * inf = NaN
     x = xp.clip(x, -10.0, 10.0) if tanh_form else xp.clip(x, -40.0, 40.0)
     if tanh_form:
-        inner = _SQRT_2_PI * (x + 0.044715 * x * x * x)
-        t = xp.tanh(inner)
-        d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_PI * (1.0 + 3 * 0.044715 * x * x)
+        # d/dx x sigmoid(2u) = s + 2 x s (1 - s) u', with 1 - s = sigmoid(-2u) (stable)
+        s, not_s = _sigmoid_pair(xp, 2.0 * _SQRT_2_PI * (x + 0.044715 * x * x * x))
+        d = s + 2.0 * x * s * not_s * _SQRT_2_PI * (1.0 + 3 * 0.044715 * x * x)
     else:
-        cdf = 0.5 * (1.0 + erf(xp, x * (1.0 / math.sqrt(2.0))))
         pdf = xp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-        d = cdf + x * pdf
+        d = normal_cdf(xp, x) + x * pdf
     xp.multiply(dy, d, out=outs["out"], casting="unsafe")
 
 

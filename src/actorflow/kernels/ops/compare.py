@@ -12,8 +12,7 @@ from actorflow.errors import OpError
 from actorflow.kernels import dtype as dt
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad, sum_to
-from actorflow.kernels.ops._infer import broadcast_shape, result_dtype, same
-from actorflow.kernels.ops.elementwise import scalar_as
+from actorflow.kernels.ops._infer import broadcast_shape, result_dtype, same, scalar_as
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -102,11 +101,19 @@ def _where_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return {"out": BlobDesc(shape, result_dtype(*dtypes))}
 
 
+def _in_dtype(ctx: KernelContext, v: Any, dtype: Any) -> Any:
+    """An operand (tensor or attr number) taken in the result's dtype first, so an int64
+    beside a float number is not rounded through float64 on its way."""
+    if isinstance(v, (bool, int, float)):
+        return ctx.xp.asarray(v).astype(dtype)
+    return v if v.dtype == dtype else v.astype(dtype)
+
+
 def _where_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     out = outs["out"]
-    x = ins["x"] if "x" in ins else scalar_as(attrs["x"], out.dtype)
-    y = ins["y"] if "y" in ins else scalar_as(attrs["y"], out.dtype)
-    out[...] = ctx.xp.where(ins["cond"], x, y).astype(out.dtype, copy=False)
+    x = _in_dtype(ctx, ins["x"] if "x" in ins else attrs["x"], out.dtype)
+    y = _in_dtype(ctx, ins["y"] if "y" in ins else attrs["y"], out.dtype)
+    out[...] = ctx.xp.where(ins["cond"], x, y)
 
 
 register_op(OpDef("where", ("cond", "x", "y"), _where_infer, _where_kernel,
@@ -142,8 +149,8 @@ def _masked_fill_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 def _masked_fill_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     out = outs["out"]
-    value = scalar_as(attrs["value"], out.dtype)
-    out[...] = ctx.xp.where(ins["mask"], value, ins["in"]).astype(out.dtype, copy=False)
+    out[...] = ctx.xp.where(ins["mask"], _in_dtype(ctx, attrs["value"], out.dtype),
+                            _in_dtype(ctx, ins["in"], out.dtype))
 
 
 register_op(OpDef("masked_fill", ("in", "mask"), _masked_fill_infer, _masked_fill_kernel,

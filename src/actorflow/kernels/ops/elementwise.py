@@ -5,13 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from actorflow.errors import OpError
 from actorflow.kernels import dtype as dt
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad, sum_to
-from actorflow.kernels.ops._infer import broadcast_shape, same
+from actorflow.kernels.ops._infer import broadcast_shape, loop_dtype, same, scalar_as
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -39,11 +37,10 @@ def _no_bool(op_type: str) -> InferFn:
 
 
 def _unary(op_type: str, fn_name: str, doc: str, floating: bool = False) -> None:
-    """``floating``: integers and bools give float32 (exp, tanh: OneFlow's rule), computed
-    in float32 (numpy alone would pick float16 for bool and 8-bit inputs)."""
+    """``floating``: integers and bools give float32 (exp, tanh: OneFlow's rule)."""
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        out = outs["out"]
-        getattr(ctx.xp, fn_name)(ins["in"], out=out, dtype=out.dtype, casting="unsafe")
+        x, out = ins["in"], outs["out"]  # never in a loop narrower than the result
+        getattr(ctx.xp, fn_name)(x, out=out, casting="unsafe", **loop_dtype(out.dtype, x))
 
     infer = _floating if floating else _no_bool(op_type)
     register_op(OpDef(op_type, ("in",), infer, kernel, doc=doc, ufunc=(fn_name, "t")))
@@ -82,8 +79,10 @@ def _binary_infer(op_type: str) -> InferFn:
 
 
 def _binary_kernel(fn_name: str) -> KernelFn:
-    """Computed in the result dtype, as OneFlow's kernels are: ``pow`` of two int tensors
-    is a float power (2 ** -1 is 0.5), ``int64 + float16`` adds in float16."""
+    """Both operands converted into the result dtype, then computed in it, as OneFlow's
+    kernels (and a GPU's) do: 3 ** 5 of int8 tensors is 243.0 in float32, int32 -2**31 /
+    a float16 tensor is -inf in float16 (the int is converted first), never numpy's narrower
+    or wider loop."""
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         out = outs["out"]
         getattr(ctx.xp, fn_name)(ins["a"], ins["b"], out=out, dtype=out.dtype,
@@ -92,7 +91,11 @@ def _binary_kernel(fn_name: str) -> KernelFn:
 
 
 for _t, _fn in BINARY.items():
-    register_op(OpDef(_t, ("a", "b"), _binary_infer(_t), _binary_kernel(_fn), ufunc=(_fn, "tt")))
+    # pow has no plain ufunc form: integer tensors give a float result, which numpy's
+    # integer power loop would not (it wraps, or refuses negative exponents); the kernel
+    # chooses the loop (loop_dtype), a VM calling np.power directly could not
+    register_op(OpDef(_t, ("a", "b"), _binary_infer(_t), _binary_kernel(_fn),
+                      ufunc=None if _t == "pow" else (_fn, "tt")))
 
 
 def _scalar_infer(op_type: str) -> InferFn:
@@ -108,21 +111,17 @@ def _scalar_infer(op_type: str) -> InferFn:
     return infer
 
 
-def scalar_as(value: Any, dtype: Any) -> Any:
-    """A Python number converted into ``dtype`` as OneFlow converts an op's scalar: a cast
-    (an int wraps: ``int8 + 300`` adds 44; a float rounds), never an overflow error."""
-    return np.asarray(value).astype(dtype)[()]
-
-
 def _scalar_kernel(fn_name: str, reverse: bool) -> KernelFn:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        f = getattr(ctx.xp, fn_name)
-        out = outs["out"]
+        f, out, x = getattr(ctx.xp, fn_name), outs["out"], ins["in"]
+        # the number converted into the result dtype first, as OneFlow does: int8 + 300 adds
+        # 44 (numpy would raise OverflowError), float32 x - 1.1187368300199712 subtracts
+        # 1.1187368 (numpy would subtract in float64 and round after)
         s = scalar_as(attrs["scalar"], out.dtype)
         if reverse:
-            f(s, ins["in"], out=out, dtype=out.dtype, casting="unsafe")
+            f(s, x, out=out, dtype=out.dtype, casting="unsafe")
         else:
-            f(ins["in"], s, out=out, dtype=out.dtype, casting="unsafe")
+            f(x, s, out=out, dtype=out.dtype, casting="unsafe")
     return kernel
 
 

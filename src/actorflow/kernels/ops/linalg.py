@@ -8,7 +8,7 @@ from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.dtype import floating
 from actorflow.kernels.grad import register_grad
-from actorflow.kernels.ops._infer import norm_axis, result_dtype
+from actorflow.kernels.ops._infer import norm_axis, result_dtype, work_dtype
 from actorflow.kernels.ops.batched import matmul_grads
 from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 
@@ -47,7 +47,8 @@ def _bias_add_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs
     axis = int(attrs.get("axis", -1)) % x.ndim
     shape = [1] * x.ndim
     shape[axis] = b.shape[0]
-    ctx.xp.add(x, b.reshape(shape), out=outs["out"])
+    out = outs["out"]  # both converted into the result dtype first (as add)
+    ctx.xp.add(x, b.reshape(shape), out=out, dtype=out.dtype, casting="unsafe")
 
 
 def _softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
@@ -58,15 +59,23 @@ def _softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 
 def _softmax_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
+    """exp(x - max) / sum: the max is subtracted first, so [1000, 0] gives [1, 0], not NaN;
+    integers and float16 are computed in a float wide enough (``work_dtype``)."""
     xp, x, out = ctx.xp, ins["in"], outs["out"]
-    if out.size == 0:  # nothing to normalise (and numpy has no max of nothing)
-        return
-    if x.dtype != out.dtype:  # ints and bools: in the float type they give
-        x = x.astype(out.dtype)
-    axis = int(attrs.get("axis", -1)) if x.ndim else None  # 0-d: the one element
-    xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
-    xp.exp(out, out=out)
-    out /= out.sum(axis=axis, keepdims=True)
+    if not out.size:
+        return  # nothing to normalise (an empty axis has no max)
+    axis = int(attrs.get("axis", -1))
+    work = work_dtype(out.dtype)
+    if x.dtype != work:
+        x = x.astype(work)  # int8: 127 - (-128) must not wrap
+    if work == out.dtype:
+        xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
+        xp.exp(out, out=out)
+        out /= out.sum(axis=axis, keepdims=True)
+    else:
+        e = xp.exp(x - x.max(axis=axis, keepdims=True))
+        e /= e.sum(axis=axis, keepdims=True)
+        out[...] = e
 
 
 register_op(OpDef("matmul", ("a", "b"), _matmul_infer, _matmul_kernel))

@@ -11,7 +11,7 @@ import numpy as np
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad
-from actorflow.kernels.ops._infer import norm_axis, same
+from actorflow.kernels.ops._infer import norm_axis, same, work_dtype
 from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
 from actorflow.kernels.sbp import register_sbp
 
@@ -31,11 +31,13 @@ def _log_softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 def _log_softmax_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     xp, x, out = ctx.xp, ins["in"], outs["out"]
-    if out.size == 0:  # nothing to normalise (and numpy has no max of nothing)
-        return
-    axis = int(attrs.get("axis", -1)) if x.ndim else None
-    xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
-    out -= xp.log(xp.exp(out).sum(axis=axis, keepdims=True))
+    if not out.size:
+        return  # nothing to normalise (an empty axis has no max)
+    axis = int(attrs.get("axis", -1))
+    work = work_dtype(out.dtype)
+    z = x.astype(work) if x.dtype != work else x
+    z = z - z.max(axis=axis, keepdims=True)
+    out[...] = z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
 
 
 register_op(OpDef("log_softmax", ("in",), _log_softmax_infer, _log_softmax_kernel))
@@ -69,11 +71,18 @@ def _ce_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return {"out": BlobDesc(t.shape, x.dtype)}
 
 
-def _row_softmax_parts(xp: Any, x: Any) -> tuple[Any, Any]:
+def _row_softmax_parts(xp: Any, x: Any) -> tuple[Any, Any, Any]:
+    """softmax(x), each row's max m and log(sum(exp(x - m))), in ``work_dtype`` (float16
+    logits: float32).  The loss is taken as (m - x[target]) + log(sum): adding m back
+    first and subtracting x[target] after would cancel the digits of a likely class."""
+    if x.dtype != work_dtype(x.dtype):
+        x = x.astype(work_dtype(x.dtype))
+    if not x.size:
+        return x, x.sum(axis=1), x.sum(axis=1)
     m = x.max(axis=1, keepdims=True)
     e = xp.exp(x - m)
     s = e.sum(axis=1, keepdims=True)
-    return e / s, (xp.log(s) + m)[:, 0]
+    return e / s, m[:, 0], xp.log(s)[:, 0]
 
 
 def _ce_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
@@ -81,10 +90,10 @@ def _ce_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> N
     ignore = int(attrs.get("ignore_index", -100))
     valid = t != ignore
     tt = xp.where(valid, t, 0)
-    _, lse = _row_softmax_parts(xp, x)
+    _, m, log_sum = _row_softmax_parts(xp, x)
     picked = xp.take_along_axis(x, tt.reshape(-1, 1).astype("int64"), axis=1)[:, 0]
     out = outs["out"]
-    out[...] = (lse - picked) * valid
+    out[...] = ((m - picked.astype(m.dtype)) + log_sum) * valid
 
 
 def _ce_grad_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
@@ -100,7 +109,7 @@ def _ce_grad_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs)
     xp, x, t, dy = ctx.xp, ins["logits"], ins["target"], ins["dy"]
     ignore = int(attrs.get("ignore_index", -100))
     valid = t != ignore
-    p, _ = _row_softmax_parts(xp, x)
+    p, _, _ = _row_softmax_parts(xp, x)
     hot = xp.arange(x.shape[1]).reshape(1, -1) == xp.where(valid, t, 0).reshape(-1, 1)
     scale = (dy * valid).reshape(-1, 1)
     out = outs["out"]
@@ -133,13 +142,9 @@ def _ln_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return same(d)
 
 
-def _wide(x: Any) -> Any:
-    """float16 statistics are taken in float32 (as a GPU's half kernels do): (x - mean)**2
-    of half values overflows at 256."""
-    return x.astype("float32") if x.dtype == "float16" else x
-
-
 def _ln_stats(xp: Any, x: Any, attrs: Attrs) -> tuple[Any, Any, tuple[int, ...]]:
+    """mean and 1/std over the normalized axes, of ``x`` in ``work_dtype`` (float16's
+    squares overflow at 256)."""
     axes = _ln_axes(x.shape, attrs)
     mean = x.mean(axis=axes, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
@@ -148,14 +153,17 @@ def _ln_stats(xp: Any, x: Any, attrs: Attrs) -> tuple[Any, Any, tuple[int, ...]]
 
 
 def _ln_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    x = _wide(ins["in"])
+    x = ins["in"]
+    x = x.astype(work_dtype(x.dtype)) if x.dtype != work_dtype(x.dtype) else x
     mean, rstd, _ = _ln_stats(ctx.xp, x, attrs)
     out = outs["out"]
     out[...] = (x - mean) * rstd
 
 
 def _ln_grad_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    x, dy = _wide(ins["x"]), _wide(ins["dy"])
+    x, dy = ins["x"], ins["dy"]
+    work = work_dtype(x.dtype)
+    x, dy = (x.astype(work), dy.astype(work)) if x.dtype != work else (x, dy)
     mean, rstd, axes = _ln_stats(ctx.xp, x, attrs)
     xhat = (x - mean) * rstd
     out = outs["out"]
@@ -219,22 +227,24 @@ def _gather_grad_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: At
     # sum the rows of dy into the rows they were read from: one_hot(index)^T @ dy, a matmul
     # every array module has (scatter-add is not in every one)
     xp, dy, idx, out = ctx.xp, ins["dy"], ins["index"], outs["out"]
-    n = out.shape[0]
-    if idx.size == 0 or out.size == 0:  # no row was read
+    if not idx.size or not out.size:
         out.fill(0)
         return
+    n = out.shape[0]
     flat = idx.reshape(-1) % n
-    picked = flat.reshape(-1, 1) == xp.arange(n).reshape(1, -1)
+    hot = (flat.reshape(-1, 1) == xp.arange(n).reshape(1, -1)).astype(out.dtype).T
     rows = dy.reshape(flat.shape[0], -1)
+    # a matmul multiplies every row of dy by 0 for the rows it is not read into: an inf or
+    # a NaN there would make NaN of them.  So the finite part goes through the matmul and
+    # the non-finite values are counted per row (exactly: counts in a matmul of 0s and 1s)
+    # and put back as IEEE sums would give them: NaN, +inf, -inf, or inf + -inf = NaN.
     finite = xp.isfinite(rows)
-    # 0 * inf is NaN: the matmul sums the finite values only, so an inf or NaN of one row
-    # reaches only the row it was read from
-    total = xp.matmul(picked.T.astype(out.dtype), xp.where(finite, rows, 0))
-    if not bool((~finite).any().item()):
-        out[...] = total.reshape(out.shape)
-        return
-    odd = xp.where(picked.T[:, :, None] & ~finite[None], rows[None], 0).sum(axis=1)
-    out[...] = (total + odd).reshape(out.shape)
+    total = xp.matmul(hot, xp.where(finite, rows, 0))
+    pos = xp.matmul(hot, (rows == xp.inf).astype(out.dtype)) > 0
+    neg = xp.matmul(hot, (rows == -xp.inf).astype(out.dtype)) > 0
+    nan = xp.matmul(hot, xp.isnan(rows).astype(out.dtype)) > 0
+    total = xp.where(pos, xp.inf, xp.where(neg, -xp.inf, total))
+    out[...] = xp.where(nan | (pos & neg), xp.nan, total).reshape(out.shape)
 
 
 register_op(OpDef("gather", ("in", "index"), _gather_infer, _gather_kernel,

@@ -24,19 +24,26 @@ def _extreme(fn: str) -> Any:
 def _nonempty(d: BlobDesc, attrs: Attrs, what: str) -> None:
     """A max, min or arg of nothing is undefined: refused (as torch), not left to numpy."""
     axis = attrs.get("axis")
-    axes = range(len(d.shape)) if axis is None else [axis] if isinstance(axis, int) else axis
+    if axis is None and 0 in d.shape:
+        raise OpError(f"{what} of an empty tensor {d.shape} is undefined: it has no identity")
+    axes = [] if axis is None else [axis] if isinstance(axis, int) else axis
     for a in axes:
         if d.shape and d.shape[norm_axis(int(a), len(d.shape))] == 0:
             raise OpError(f"{what} of an empty axis ({norm_axis(int(a), len(d.shape))} of "
                           f"shape {d.shape}) is undefined: it has no identity")
 
 
+def _extreme_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
+    """The reduced shape (as sums); the input's dtype (a max of int8 is int8, not int64)."""
+    _nonempty(ins["in"], attrs, "max/min")
+    out = _reduce_infer(ins, attrs)["out"]
+    return {"out": BlobDesc(out.shape, ins["in"].dtype)}
+
+
 def _arg_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     axis = attrs.get("axis")
     keep = bool(attrs.get("keepdims", False))
-    if axis is None and 0 in d.shape:
-        raise OpError(f"argmax/argmin of an empty tensor {d.shape} is undefined")
     _nonempty(d, attrs, "argmax/argmin")
     if axis is None:
         shape: tuple[int, ...] = tuple(1 for _ in d.shape) if keep else ()
@@ -50,19 +57,10 @@ def _arg_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 def _arg(fn: str) -> Any:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         axis = attrs.get("axis")
-        x = ins["in"]
-        r = getattr(ctx.xp, fn)(x, axis=None if axis is None or x.ndim == 0 else int(axis))
+        axis = None if axis is None or not ins["in"].ndim else int(axis)
+        r = getattr(ctx.xp, fn)(ins["in"], axis=axis)
         outs["out"][...] = r.reshape(outs["out"].shape)
     return kernel
-
-
-def _extreme_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
-    """The reduced shape (as sums); the input's dtype (a max of int8 is int8, not int64)."""
-    out = _reduce_infer(ins, attrs)["out"]
-    if attrs.get("axis") is None and 0 in ins["in"].shape:
-        raise OpError(f"max/min of an empty tensor {ins['in'].shape} is undefined")
-    _nonempty(ins["in"], attrs, "max/min")
-    return {"out": BlobDesc(out.shape, ins["in"].dtype)}
 
 
 register_op(OpDef("reduce_max", ("in",), _extreme_infer, _extreme("amax")))

@@ -10,8 +10,16 @@ import numpy as np
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad
-from actorflow.kernels.ops._infer import norm_axis, result_dtype
-from actorflow.kernels.registry import Arrays, Attrs, Blobs, KernelContext, OpDef, register_op
+from actorflow.kernels.ops._infer import norm_axis, result_dtype, work_dtype
+from actorflow.kernels.registry import (
+    Arrays,
+    Attrs,
+    Blobs,
+    KernelContext,
+    KernelFn,
+    OpDef,
+    register_op,
+)
 
 
 def _reshape_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
@@ -131,24 +139,29 @@ def _reduce_infer(ins: Blobs, attrs: Attrs, mean: bool = False) -> dict[str, Blo
 
 
 def _axis_arg(attrs: Attrs, ndim: int = 1) -> int | tuple[int, ...] | None:
-    """The reduced axes for the array module; a 0-d tensor's axis 0 (or -1, which
-    inference allows as torch does) is the whole tensor."""
+    """The axes for numpy; a 0-d tensor's axis 0 / -1 (which inference accepts, as
+    PyTorch does) is the whole of it."""
     axis = attrs.get("axis")
     if ndim == 0:
         return None
     return tuple(axis) if isinstance(axis, (list, tuple)) else axis
 
 
-def _reduce_kernel(fn: str) -> Any:
+def _reduce(fn: str) -> KernelFn:
+    """sum / mean; a float16 result is summed in float32 (as a GPU's half reduction does:
+    8430 + 57100 overflows float16 before the mean brings it back)."""
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         x, out = ins["in"], outs["out"]
         axis, keep = _axis_arg(attrs, x.ndim), bool(attrs.get("keepdims", False))
-        if out.dtype == "float16":  # summed in float32, as a GPU's half kernels do: a
-            # float16 sum overflows at 65504 even where the result does not
-            out[...] = getattr(ctx.xp, fn)(x, axis=axis, keepdims=keep, dtype="float32")
+        if out.dtype.kind == "f" and work_dtype(out.dtype) != out.dtype:
+            out[...] = getattr(ctx.xp, fn)(x, axis=axis, keepdims=keep,
+                                           dtype=work_dtype(out.dtype))
         else:
             getattr(ctx.xp, fn)(x, axis=axis, keepdims=keep, out=out)
     return kernel
+
+
+_reduce_sum_kernel, _reduce_mean_kernel = _reduce("sum"), _reduce("mean")
 
 
 register_op(OpDef("reshape", ("in",), _reshape_infer, _reshape_kernel))
@@ -156,9 +169,9 @@ register_op(OpDef("transpose", ("in",), _transpose_infer, _transpose_kernel))
 register_op(OpDef("cast", ("in",), _cast_infer, _cast_kernel))
 register_op(OpDef("concat", (), _concat_infer, _concat_kernel, variadic=True))
 register_op(OpDef("slice", ("in",), _slice_infer, _slice_kernel))
-register_op(OpDef("reduce_sum", ("in",), _reduce_infer, _reduce_kernel("sum")))
+register_op(OpDef("reduce_sum", ("in",), _reduce_infer, _reduce_sum_kernel))
 register_op(OpDef("reduce_mean", ("in",), lambda i, a: _reduce_infer(i, a, mean=True),
-                  _reduce_kernel("mean")))
+                  _reduce_mean_kernel))
 
 
 # -- gradient rules (kernels/grad.py) ---------------------------------------------------------

@@ -1,19 +1,57 @@
-"""Helpers for driving the pure actor state machines by hand (no threads).
+"""Helpers for driving the actor state machines by hand (no threads), on every core:
+tasks, actors, messages, and ``norm`` to compare returned actions as tuples.
 
-Imported by the protocol tests as ``from _proto import ...`` (pytest puts this folder on
-sys.path because tests/actors has no ``__init__.py``).
+Imported by the protocol tests as ``from tests.protocol.by_hand import ...``.  ``actor(...)``
+builds one actor as a unit core of its own on the core the ``impl`` fixture (conftest.py)
+chose, so every rule is checked on the Python reference and on the compiled core, through
+``blocked_on()`` only.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from actorflow.actors.cores import make_unit_core
 from actorflow.plan.model import BlobDesc, RegstDesc, Task
-from actorflow.protocol.kinds import make_state
 from actorflow.protocol.messages import ACK, EORD, MSG_TYPE_NAMES, READY, Act, Exit, Msg
-from actorflow.protocol.state import ActorState
 
 BLOB = {"out": BlobDesc((1,), "float32")}
+IMPL = ["python"]  # the core ``actor`` builds on (set by the ``impl`` fixture)
+
+
+class Probe:
+    """One actor alone in a unit core: what the tests drive and read."""
+
+    def __init__(self, task: Task, producer_of: dict[int, int]) -> None:
+        self.core = make_unit_core([task], producer_of, f"test unit of task {task.task_id}",
+                                   impl=IMPL[0])
+
+    def handle(self, msg: Msg) -> list[Any]:
+        return self.core.push([msg])
+
+    def act_done(self, act: Act) -> list[Any]:
+        return self.core.completed([act])
+
+    def blocked_on(self) -> dict[str, Any]:
+        (s,) = self.core.blocked_on()
+        return s
+
+    @property
+    def status(self) -> str:
+        return self.blocked_on()["status"]
+
+    @property
+    def acts(self) -> int:
+        return self.blocked_on()["acts"]
+
+    @property
+    def inflight(self) -> list[int]:
+        """Pieces of the acts in flight."""
+        return self.blocked_on()["inflight_pieces"]
+
+    @property
+    def pieces_made(self) -> int:
+        return self.blocked_on()["pieces_made"]
 
 
 def make_task(task_id: int, task_type: str = "normal",
@@ -29,9 +67,9 @@ def make_task(task_id: int, task_type: str = "normal",
 
 
 def actor(task_id: int, task_type: str = "normal", produced=(), consumed=(),
-          producer_of: dict[int, int] | None = None, **attrs: Any) -> ActorState:
+          producer_of: dict[int, int] | None = None, **attrs: Any) -> Probe:
     t = make_task(task_id, task_type, produced, consumed, **attrs)
-    return make_state(t, producer_of or {})
+    return Probe(t, producer_of or {})
 
 
 def ready(src: int, dst: int, desc: int, slot: int, piece: int, seq: int) -> Msg:

@@ -44,19 +44,12 @@ def fed_chain(register_num: int = 1) -> af.Plan:
     return b.build()
 
 
-def drop_one(session: af.Session, type_: int = ACK, piece: int = 1) -> list:
-    """Test hook: the runtime loses the first message of ``type_`` for ``piece``."""
-    dropped: list = []
-    send = session.runtime.send
-
-    def lossy(msg, from_unit=None):
-        if not dropped and msg.type == type_ and msg.piece_id == piece and msg.src >= 0:
-            dropped.append(msg)
-            return
-        send(msg, from_unit)
-
-    session.runtime.send = lossy
-    return dropped
+def drop_one(session: af.Session, type_: int = ACK, piece: int = 1,
+             dst: int | None = None) -> list:
+    """Test hook: the runtime loses the first message of ``type_`` for ``piece`` (to task
+    ``dst``) between two units (``MachineRuntime.lose_first``: the Python and the native
+    loop alike; units run in parallel, so name ``dst`` when it matters which one)."""
+    return session.runtime.lose_first(type_, piece, dst)
 
 
 def flowlaunch(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:

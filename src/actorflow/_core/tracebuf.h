@@ -1,0 +1,202 @@
+/* tracebuf.h -- a native unit's trace: the flight ring, or the packed int64 events.
+ *
+ * The same records the Python recorder keeps (trace/recorder.py), so every trace tool reads
+ * them unchanged: the flight ring holds the unit's last `size` messages (each one handed to
+ * an actor, each one sent to another unit) as records; full tracing packs each event as
+ * int64 words the moment it happens (trace/packed.py's layouts, `t` = CLOCK_MONOTONIC ns,
+ * which is what time.perf_counter_ns reads), with a command's name and argument on a side
+ * list keyed by the event's word offset.  A buffer that reaches `flush_words` is sealed as a
+ * chunk at once (the event that crossed the line is its last), so chunks are the size the
+ * Python recorder writes; the loop hands sealed chunks to Python when it next can.
+ */
+#ifndef AF_TRACEBUF_H
+#define AF_TRACEBUF_H
+
+#include <time.h>
+
+#include "actor.h"
+#include "buf.h"
+
+enum { AF_TR_NONE = 0, AF_TR_FLIGHT = 1, AF_TR_TIMED = 2 };
+enum { AF_EV_SEND = 0, AF_EV_RECV = 1, AF_EV_ACT_BEGIN = 2, AF_EV_ACT_END = 3 };
+
+typedef struct af_cmdref {
+    int64_t word, cmd, aux;
+} af_cmdref;
+
+typedef struct af_chunk {
+    int64_t *w;
+    int64_t nw;
+    af_cmdref *cmds;
+    int32_t ncmds;
+} af_chunk;
+
+typedef struct af_trace {
+    int mode;
+    /* flight */
+    af_msg *fl;
+    uint8_t *fl_recv; /* 1: handed to an actor here, 0: sent to another unit */
+    int32_t fl_size;
+    int64_t fl_count; /* entries ever written: the watchdog's progress marker */
+    /* timed */
+    int64_t *w;
+    int64_t nw, capw, flush_words;
+    af_cmdref *cmds;
+    int32_t ncmds, capcmds;
+    af_chunk *sealed; /* full chunks not yet taken */
+    int32_t nsealed, capsealed;
+} af_trace;
+
+static inline int64_t af_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int af_trace_init(af_trace *t, int mode, int32_t flight_size, int64_t flush_words) {
+    memset(t, 0, sizeof *t);
+    t->mode = mode;
+    if (mode == AF_TR_FLIGHT) {
+        t->fl_size = flight_size > 0 ? flight_size : 1;
+        t->fl = (af_msg *)calloc((size_t)t->fl_size, sizeof(af_msg));
+        t->fl_recv = (uint8_t *)calloc((size_t)t->fl_size, 1);
+        return t->fl && t->fl_recv ? 0 : -1;
+    }
+    if (mode == AF_TR_TIMED) {
+        t->flush_words = flush_words;
+        t->capw = flush_words + 4096;
+        t->w = (int64_t *)malloc((size_t)t->capw * sizeof(int64_t));
+        return t->w ? 0 : -1;
+    }
+    return 0;
+}
+
+static void af_trace_free(af_trace *t) {
+    free(t->fl);
+    free(t->fl_recv);
+    free(t->w);
+    free(t->cmds);
+    for (int32_t i = 0; i < t->nsealed; i++) {
+        free(t->sealed[i].w);
+        free(t->sealed[i].cmds);
+    }
+    free(t->sealed);
+    memset(t, 0, sizeof *t);
+}
+
+/* Seal the current buffer as a chunk and start a new one. */
+static int af_trace_seal(af_trace *t) {
+    if (t->nsealed == t->capsealed) {
+        int32_t cap = t->capsealed ? 2 * t->capsealed : 4;
+        af_chunk *s = (af_chunk *)realloc(t->sealed, (size_t)cap * sizeof(af_chunk));
+        if (s == NULL)
+            return -1;
+        t->sealed = s;
+        t->capsealed = cap;
+    }
+    int64_t *w = (int64_t *)malloc((size_t)t->capw * sizeof(int64_t));
+    if (w == NULL)
+        return -1;
+    af_chunk *c = &t->sealed[t->nsealed++];
+    c->w = t->w;
+    c->nw = t->nw;
+    c->cmds = t->cmds;
+    c->ncmds = t->ncmds;
+    t->w = w;
+    t->nw = 0;
+    t->cmds = NULL;
+    t->ncmds = t->capcmds = 0;
+    return 0;
+}
+
+static inline int af_trace_full(af_trace *t) {
+    return t->nw >= t->flush_words ? af_trace_seal(t) : 0;
+}
+
+static inline void af_flight(af_trace *t, const af_msg *m, int recv) {
+    int32_t i = (int32_t)(t->fl_count % t->fl_size);
+    t->fl[i] = *m;
+    t->fl_recv[i] = (uint8_t)recv;
+    t->fl_count++;
+}
+
+static inline int64_t *af_words(af_trace *t, int64_t n) {
+    if (t->nw + n > t->capw) {
+        int64_t cap = 2 * (t->nw + n);
+        int64_t *w = (int64_t *)realloc(t->w, (size_t)cap * sizeof(int64_t));
+        if (w == NULL)
+            return NULL;
+        t->w = w;
+        t->capw = cap;
+    }
+    int64_t *p = t->w + t->nw;
+    t->nw += n;
+    return p;
+}
+
+/* SEND / RECV: code, t, type, src, dst, desc, slot, piece, seq, msg_id */
+static int af_trace_msg(af_trace *t, int code, const af_msg *m) {
+    if (m->type == AF_CMD) {
+        if (t->ncmds == t->capcmds) {
+            int32_t cap = t->capcmds ? 2 * t->capcmds : 16;
+            af_cmdref *c = (af_cmdref *)realloc(t->cmds, (size_t)cap * sizeof(af_cmdref));
+            if (c == NULL)
+                return -1;
+            t->cmds = c;
+            t->capcmds = cap;
+        }
+        af_cmdref *c = &t->cmds[t->ncmds++];
+        c->word = t->nw;
+        c->cmd = m->cmd;
+        c->aux = m->aux;
+    }
+    int64_t *w = af_words(t, 10);
+    if (w == NULL)
+        return -1;
+    w[0] = code;
+    w[1] = af_now_ns();
+    w[2] = m->type;
+    w[3] = m->src;
+    w[4] = m->dst;
+    w[5] = m->desc;
+    w[6] = m->slot;
+    w[7] = m->piece;
+    w[8] = m->seq;
+    w[9] = m->msg_id;
+    return af_trace_full(t);
+}
+
+/* ACT_BEGIN: code, t, task, act_id, piece, n_reads, n_writes, (desc, slot) ... */
+static int af_trace_begin(af_trace *t, int64_t task, const af_act *x) {
+    int32_t n = x->nreads + x->nwrites;
+    int64_t *w = af_words(t, 7 + 2 * (int64_t)n);
+    if (w == NULL)
+        return -1;
+    w[0] = AF_EV_ACT_BEGIN;
+    w[1] = af_now_ns();
+    w[2] = task;
+    w[3] = x->act_id;
+    w[4] = x->piece;
+    w[5] = x->nreads;
+    w[6] = x->nwrites;
+    for (int32_t i = 0; i < n; i++) {
+        w[7 + 2 * i] = x->rw[i].desc;
+        w[8 + 2 * i] = x->rw[i].slot;
+    }
+    return af_trace_full(t);
+}
+
+/* ACT_END: code, t, task, act_id, piece */
+static int af_trace_end(af_trace *t, int64_t task, int64_t act_id, int64_t piece) {
+    int64_t *w = af_words(t, 5);
+    if (w == NULL)
+        return -1;
+    w[0] = AF_EV_ACT_END;
+    w[1] = af_now_ns();
+    w[2] = task;
+    w[3] = act_id;
+    w[4] = piece;
+    return af_trace_full(t);
+}
+
+#endif

@@ -1,0 +1,86 @@
+"""The trace of a native unit: the compiled loop records, the recorder reads the same rows.
+
+A unit on the native loop keeps its flight ring (the last messages, as records) or its
+packed events (``trace/packed.py``'s int64 layouts) in C.  These two objects take the place
+of ``trace.recorder``'s ``FlightUnit``/``TraceUnit`` in the process's ``Recorder``
+(``Recorder.adopt``), so dumps, the watchdog's progress markers, ``flush`` and every
+trace tool see what they saw before.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from actorflow.protocol.messages import CMD_NAMES, NONE
+from actorflow.trace.events import RECV, SEND, message_row
+from actorflow.trace.packed import decode_chunk
+from actorflow.trace.tracefile import TraceWriter
+
+if TYPE_CHECKING:
+    from actorflow._core.unit_core import NativeUnitCore
+
+
+class NativeFlight:
+    """The flight ring of a native unit (the compiled loop keeps the records)."""
+
+    timed = False
+    ring = None
+
+    def __init__(self, core: NativeUnitCore, key: tuple[int, int], size: int) -> None:
+        self.core = core
+        self.key = key
+        self.size = size
+        core.trace_flight(size)
+
+    def rows(self) -> list[tuple]:
+        _count, items = self.core.flight()
+        return [message_row(RECV if recv else SEND, -1, m) for recv, m in items]
+
+    def marker(self) -> Any:
+        return self.core.flight_count
+
+    def flush(self) -> None:
+        pass
+
+
+class NativeTrace:
+    """Full tracing of a native unit: the loop packs the events, ``flush`` writes them."""
+
+    timed = True
+    ring = None
+
+    def __init__(self, core: NativeUnitCore, key: tuple[int, int], writer: TraceWriter,
+                 size: int, buffer_size: int) -> None:
+        self.core = core
+        self.key = key
+        self.writer = writer
+        self.size = size
+        self.last_chunk: tuple[bytes, list] = (b"", [])
+        self._lock = threading.Lock()
+        core.trace_timed(buffer_size)
+
+    def flush(self) -> None:
+        with self._lock:  # the unit's loop and a closing client may both flush
+            for data, cmds in self.core.take_trace():
+                named = _named(cmds)
+                self.last_chunk = (data, named)
+                if data:
+                    self.writer.write_packed(self.key, data, named)
+
+    def rows(self) -> list[list]:
+        data, cmds = self.core.peek_trace()
+        recent = decode_chunk(data, _named(cmds))
+        if len(recent) < self.size:
+            chunk, ccmds = self.last_chunk
+            recent = decode_chunk(chunk, ccmds) + recent
+        return recent[-self.size:]
+
+    def marker(self) -> Any:
+        return self.core.trace_flushed + self.core.trace_pending()
+
+
+def _named(cmds: list[list[int]]) -> list[list]:
+    """[word, command code, aux] -> [word, command name, argument] (the recorder's side list)."""
+    return [[w, CMD_NAMES[c] if 0 <= c < len(CMD_NAMES) else f"#{c}", None if a == NONE else a]
+            for w, c, a in cmds]
