@@ -15,10 +15,10 @@ the same machine load), medians:
    the receiver takes what waits.
 3. The actor hop round trip between two unit processes of one machine (a source and an
    identity, register_num 1, so one round trip per piece: an act, READY, an act, ACK),
-   steady state ((run of warm + n pieces - run of warm) / n): on the compiled core the
-   units swap records through the rings, on the Python core through ipc sockets.  Against
-   the sketch's ring floor of table 1 (the issue's goal: within 1.2x once the unit loop is
-   native).
+   steady state ((run of warm + n pieces - run of warm) / n): on the compiled core each
+   unit's whole loop runs in C over the rings (actors/native_process.py), on the Python
+   core the Python loop over ipc sockets.  Against the sketch's ring floor of table 1 (the
+   issue's goal: within 1.2x).
 
 Variants (the other process is this script with ``--child``):
   ring          _core rings, futex doorbell, no spin: 64-byte records (the actor record)
@@ -419,7 +419,7 @@ def run(args: argparse.Namespace) -> None:
                  ratio="x sketch ring", keys=["variant"])
     if not args.no_hop:
         floor = sk_l if sk_l == sk_l else med[("ring", "lat")][0]  # no sketch: our ring
-        hop_table(report, 200 if args.quick else 3000, repeats, floor, load)
+        hop_table(report, 500 if args.quick else 20000, repeats, floor, load)
 
 
 def hop_plan():
@@ -449,7 +449,8 @@ def hop_run(core: str, pieces: int) -> float:
         g.join()
 
 
-HOP_CORES = {"units on rings (compiled core)": "native", "units on ipc (Python core)": "python"}
+HOP_CORES = {"native loops on rings (compiled core)": "native",
+             "Python loops on ipc (Python core)": "python"}
 
 
 def hop_table(report: Report, n: int, repeats: int, sketch_rtt: float, load: str) -> None:

@@ -30,6 +30,14 @@ pytestmark = pytest.mark.skipif(unit_rings.unavailable() is not None,
                                 reason=f"no rings: {unit_rings.unavailable()}")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _zap_of_this_module():
+    """The data context's ZAP handler (started by an authenticated node) stops once:
+    stopping and restarting it per test races on its inproc endpoint."""
+    yield
+    stop_zap(context("data"))
+
+
 def chain(pieces: int, register_num: int = 2, ms: float = 0.0):
     """src -> stage1 -> stage2 -> output, one unit process each."""
     b = af.PlanBuilder(machines=1, register_num=register_num)
@@ -57,9 +65,14 @@ def run(plan, pieces: int, node_hook=None, timeout: float = 60.0) -> dict:
     return got
 
 
-def test_units_swap_records_through_rings_and_get_the_numbers_right():
+@pytest.mark.parametrize("stream", ["inline", "deferred"])
+def test_units_swap_records_through_rings_and_get_the_numbers_right(monkeypatch, stream):
+    """The inline CPU stream: each unit's whole loop runs in the compiled core over its
+    rings; the deferred stream: the Python loop, over the same rings."""
+    monkeypatch.setenv("ACTORFLOW_CPU_STREAM", stream)
     plan = chain(300, register_num=3)
     seen = {}
+    loops = {}
 
     def look(node):
         rings = node.hosting.rings
@@ -67,7 +80,9 @@ def test_units_swap_records_through_rings_and_get_the_numbers_right():
         for name in rings.names.values():
             st = os.stat(f"/dev/shm/{name}")
             seen[name] = stat.S_IMODE(st.st_mode)
+        loops.update(node.hosting.loops)
     got = run(plan, 300, look)
+    assert set(loops.values()) == {"native" if stream == "inline" else "python"}
     units = sorted({t.thrd_id for t in plan.tasks})
     assert len(seen) == len(units) >= 4 and set(seen.values()) == {0o600}
     assert sorted(got) == list(range(300))
@@ -119,7 +134,10 @@ def _forge(name: str, ring: int, header: list) -> None:
         f.write(struct.pack("<Q", head + 1))
 
 
-def test_a_record_its_ring_writer_could_not_send_fails_an_authenticated_run():
+@pytest.mark.parametrize("stream", ["inline", "deferred"])  # the C check, the Python one
+def test_a_record_its_ring_writer_could_not_send_fails_an_authenticated_run(monkeypatch,
+                                                                          stream):
+    monkeypatch.setenv("ACTORFLOW_CPU_STREAM", stream)
     plan = chain(10_000, ms=2.0)  # long enough to be running when the record lands
     by_name = {t.name: t for t in plan.tasks if t.name}
     out = next(t for t in plan.tasks if t.task_type == "output")
@@ -142,12 +160,13 @@ def test_a_record_its_ring_writer_could_not_send_fails_an_authenticated_run():
         assert time.monotonic() - t0 < 30
     finally:
         use_key(None)
-        stop_zap(context("data"))
 
 
-def test_without_the_key_such_a_record_is_dropped_and_logged(capfd):
+@pytest.mark.parametrize("stream", ["inline", "deferred"])
+def test_without_the_key_such_a_record_is_dropped_and_logged(capfd, monkeypatch, stream):
     """Unauthenticated (``--insecure``): the record is dropped and counted, the run goes on
     and its numbers are right."""
+    monkeypatch.setenv("ACTORFLOW_CPU_STREAM", stream)
     plan = chain(600, ms=1.0)
     by_name = {t.name: t for t in plan.tasks if t.name}
     out = next(t for t in plan.tasks if t.task_type == "output")

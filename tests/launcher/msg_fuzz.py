@@ -1,4 +1,5 @@
-"""Malformed messages for the live-run fuzzer: seeded, so a failure names its seed.
+"""Malformed messages for the live-run fuzzer: seeded (bytes too), so a seed gives the
+same messages everywhere and a failure names its seed.
 
 They start from real headers of the attacked plan (real task and desc ids) and break one
 thing at a time: types, ranges, field counts, blob metas, frame sizes, message kinds, plus
@@ -7,7 +8,6 @@ raw msgpack values and random bytes.
 
 from __future__ import annotations
 
-import os
 import random
 from typing import Any
 
@@ -32,7 +32,7 @@ def plausible(plan: Plan, rng: random.Random) -> list:
 def message(plan: Plan, rng: random.Random) -> list[bytes]:
     r = rng.random()
     if r < 0.1:
-        return [os.urandom(rng.randrange(1, 64))]
+        return [rng.randbytes(rng.randrange(1, 64))]
     if r < 0.2:
         return [msgpack.packb(rng.choice([*WEIRD, [WIRE_VERSION, 0, [], None]]),
                               use_bin_type=True)]
@@ -52,6 +52,6 @@ def message(plan: Plan, rng: random.Random) -> list[bytes]:
         n = rng.randrange(1, 3)
         metas = [[rng.choice(["out", "x", 3]), rng.choice(["<f4", "<f8", "O", "zz", 7]),
                   rng.choice([[64, 32], [32], [-1], [2**40, 2**40], "s"])] for _ in range(n)]
-        frames = [os.urandom(rng.choice([0, 7, 128, 8192])) for _ in range(rng.randrange(3))]
+        frames = [rng.randbytes(rng.choice([0, 7, 128, 8192])) for _ in range(rng.randrange(3))]
     head = msgpack.packb([WIRE_VERSION, kind, body, metas], use_bin_type=True)
     return [head, *frames]

@@ -92,3 +92,47 @@ def test_fuzzing_every_port_of_a_live_run(flowlaunch, unit, keyed, seed):
         assert "FAILED" in out or "check" not in out  # never reported as a good run
     if not keyed:  # strangers' malformed messages were dropped and logged once per peer
         assert "malformed message from peer" in text and "dropped" in text
+
+
+def test_a_seeded_message_campaign_drops_as_many_as_it_did_and_accepts_only_real_ones():
+    """The fuzzer's messages, decoded and checked in-process the way a machine's receiver
+    does (codec header, then ``Inbound``): how many bounce off the decoder, how many the
+    receiver drops (each counted under its peer), how many are accepted — pinned, so a
+    fuzzer that only sends undecodable bytes, or a receiver that lets more through, shows.
+    Every accepted one is a real header: a message type, ids of the plan on a link of it."""
+    import numpy as np
+
+    from actorflow.actors.inbound import Inbound
+    from actorflow.actors.machine_view import MachineView
+    from actorflow.errors import MalformedMessage
+    from actorflow.transport.codec import decode_head
+
+    plan = build_plan(2)
+    view = MachineView(plan.for_machine(1), 1)
+    mem = {d: [{b: np.zeros(bd.shape, bd.dtype) for b, bd in desc.blobs.items()}
+               for _ in range(desc.register_num)] for d, desc in view.descs.items()}
+    inbound = Inbound("machine 1", view.routing, view.descs,
+                      hosted=lambda t: view.routing.get(t, (None,))[0] == 1,
+                      buffers=mem.get, log=lambda s: None)
+    rng = random.Random(7)
+    tally = {"undecodable": 0, "not a message": 0, "dropped": 0, "accepted": 0}
+    for i in range(2000):
+        head, *frames = message(plan, rng)
+        try:
+            kind, body, metas = decode_head(head, "fuzzer")
+        except MalformedMessage:
+            tally["undecodable"] += 1
+            continue
+        if kind != 0:
+            tally["not a message"] += 1
+            continue
+        try:
+            msg = inbound.check(body, metas, frames, f"peer{i % 3}")
+        except MalformedMessage:
+            tally["dropped"] += 1
+            continue
+        tally["accepted"] += 1
+        assert msg.type in (0, 1, 2, 3) and inbound.hosted(msg.dst)
+    assert sum(inbound.dropped.values()) == tally["dropped"]
+    assert tally == {"undecodable": 469, "not a message": 248, "dropped": 1273,
+                     "accepted": 10}, tally

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import signal
 from typing import Any
 
@@ -78,6 +79,24 @@ VALUES = st.one_of(
 # a mutation: (which path, what to do, the new value)
 MUTATION = st.tuples(st.integers(0, 10**6), st.sampled_from(["set", "set", "set", "delete",
                                                              "retype", "bignum"]), VALUES)
+
+# the same kinds of values as a fixed pool, for seeded campaigns whose counts are stable
+POOL: list[Any] = [None, True, False, -3, -1, 0, 1, 2, 3, 7, 12, 2**31, 2**40, 2**63 - 1,
+                   2**63, -(2**63) - 1, 2**70, 10**18, 0.5, float("nan"), float("inf"), "",
+                   "x", "host", "cuda:0", "cuda:9", "float32", "object", "S3", "int64",
+                   *KINDS.names(), [], [1, 2], [-2, 2**33], {}, {"a": 1}]
+NEUTRAL_VALUES = [1, 2, 3, 7, 65536, 0, -1, 2**31]
+
+
+def seeded_mutations(rng: random.Random, neutral_only: bool = False) -> list[tuple]:
+    """One to three mutations drawn from ``rng`` (a ``random.Random``): the same for a
+    seed on every machine and every hypothesis version."""
+    if neutral_only:
+        return [(rng.randrange(10**6), "neutral", rng.choice(NEUTRAL_VALUES))
+                for _ in range(rng.randint(1, 2))]
+    actions = ["set", "set", "set", "delete", "retype", "bignum"]
+    return [(rng.randrange(10**6), rng.choice(actions), rng.choice(POOL))
+            for _ in range(rng.randint(1, 3))]
 
 
 def mutate(doc: dict, mutations: list[tuple[int, str, Any]]) -> tuple[dict, list[tuple]]:

@@ -207,4 +207,8 @@ cdef extern from "runplan.h" nogil:
         int drop_armed, drop_type
         int64_t drop_piece, drop_dst
     af_inbox *af_route_to(const af_router *r, int64_t task)
+    void *af_route_ring(const af_router *r, int64_t task)
+    int af_ring_put(const af_router *r, void *outlet, const af_msg *m)
+    void af_router_set_rings(af_router *r, const int64_t *tasks, void **outlets, int32_t n,
+                             int64_t timeout_ns)
     int af_router_drops(af_router *r, const af_msg *m)

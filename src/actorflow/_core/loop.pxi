@@ -96,6 +96,7 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
     cdef int32_t i, ndone
     cdef af_action *x
     cdef af_inbox *dest
+    cdef void *outlet
     cdef af_actor *a
     cdef af_act *act
     cdef int started, rc, mode, tracing
@@ -124,6 +125,15 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
                         with gil:
                             raise ProtocolError(f"{c.name}: the inbox of task {x.msg.dst}'s "
                                                 "unit cannot take more messages")
+                    continue
+                outlet = af_route_ring(r, x.msg.dst)  # a peer unit process (ring_loop.pxi)
+                if outlet != NULL:
+                    rc = af_ring_put(r, outlet, &x.msg)
+                    while rc == EINTR:
+                        rc = af_ring_put(r, outlet, &x.msg)
+                    if rc:
+                        with gil:
+                            shell.ring_failed(c._msg(&x.msg), rc)
                 else:
                     py_sent[0] = 1
                     with gil:

@@ -11,6 +11,7 @@
 
 #include "actor.h"
 #include "inbox.h"
+#include "ring_route.h"
 
 enum { AF_RUN_PY = 0, AF_RUN_NOOP = 1, AF_RUN_COPY = 2 };
 
@@ -71,6 +72,9 @@ typedef struct af_router {
     int drop_type;
     int64_t drop_piece;
     int64_t drop_dst; /* -2: to any task */
+    /* a process unit's peers: records for their tasks go into their rings (ring_route.h) */
+    ring_routes_t rings;
+    int64_t ring_timeout_ns; /* how long a full ring may hold the loop (a bug: reported) */
 } af_router;
 
 /* 1 when `m` is the message to lose (and no other one will be). */
@@ -93,6 +97,24 @@ static af_inbox *af_route_to(const af_router *r, int64_t task) {
             hi = mid;
     }
     return lo < r->n && r->d[lo].task == task ? r->d[lo].inbox : NULL;
+}
+
+/* The ring of the peer unit process hosting `task`, or NULL (ring_route.h). */
+static inline void *af_route_ring(const af_router *r, int64_t task) {
+    return r->rings.n ? (void *)ring_route(&r->rings, task) : NULL;
+}
+
+/* One record into a peer's ring: 0, ETIMEDOUT, EINTR or EPROTO. */
+static inline int af_ring_put(const af_router *r, void *outlet, const af_msg *m) {
+    return ring_route_send((ring_outlet_t *)outlet, m, r->ring_timeout_ns);
+}
+
+static inline void af_router_set_rings(af_router *r, const int64_t *tasks, void **outlets,
+                                       int32_t n, int64_t timeout_ns) {
+    r->rings.tasks = tasks;
+    r->rings.outlets = (ring_outlet_t **)outlets;
+    r->rings.n = n;
+    r->ring_timeout_ns = timeout_ns;
 }
 
 #endif

@@ -1,6 +1,7 @@
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from actorflow._core._rings import RingCheck, RingInbox, RingOutlet
 from actorflow.protocol.messages import Act, Exit, Msg
 from actorflow.protocol.task import TaskView
 from actorflow.protocol.unit_core import CoreRecorder
@@ -50,3 +51,11 @@ class NativeRouter:
     def __init__(self, cores: Iterable[NativeUnitCore]) -> None: ...
     def lose_first(self, type_: int, piece: int, dst: int = -2) -> None: ...
     def take_loss(self, msg: Msg) -> bool: ...
+
+class RingLinks:
+    dropped: int
+    def __init__(self, inbox: RingInbox, check: RingCheck, outlet_of: dict[int, RingOutlet],
+                 socket: int, socket_owner: Any, libzmq: str) -> None: ...
+
+def run_process(core: NativeUnitCore, shell: Any, router: NativeRouter, links: RingLinks,
+                ring_timeout_ns: int) -> None: ...

@@ -17,6 +17,8 @@ its state under its mutex.
 
 import os
 
+from libc.errno cimport EINTR, EPROTO, ETIMEDOUT
+from libc.stdint cimport uint32_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memset
 
@@ -488,3 +490,4 @@ cdef dict blocked(af_actor *a, str label):
 
 
 include "loop.pxi"
+include "ring_loop.pxi"

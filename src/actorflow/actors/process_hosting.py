@@ -93,6 +93,7 @@ class ProcessHosting:
         self.hello: set[int] = set()
         self.connected: set[int] = set()
         self.direct: dict[int, str | None] = {}
+        self.loops: dict[int, str] = {}  # thrd -> "native" (compiled, on rings) or "python"
         self.states: dict[int, list[dict]] = {}
         self._query = 0  # id of the current STATUS query: late answers are dropped
         self._query_lock = threading.RLock()  # RLock: a SIGUSR1 dump may ask mid-query
@@ -192,6 +193,8 @@ class ProcessHosting:
             with self._cond:
                 if kind == uw.HELLO:
                     self.direct[int(body[0])] = body[2]
+                if kind == uw.CONNECTED and len(body) > 1:  # which loop the unit runs
+                    self.loops[int(body[0])] = str(body[1])
                 {uw.HELLO: self.hello, uw.CONNECTED: self.connected,
                  uw.DONE: self.done}[kind].add(int(body[0]))
                 if len(self.done) == len(self.view.units):

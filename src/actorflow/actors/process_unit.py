@@ -30,6 +30,7 @@ from actorflow.actors.inbound import Inbound
 from actorflow.actors.landing import land
 from actorflow.actors.machine_view import MachineView
 from actorflow.actors.memory import SharedDeviceAllocator, ShmAllocator
+from actorflow.actors.native_process import run_native
 from actorflow.actors.native_sockets import NativeSender
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
@@ -46,11 +47,8 @@ from actorflow.transport.comm import Message, listen
 from actorflow.transport.outbox import Outbox
 
 CONFIG_VERSION = 1
-_DROPPED = object()  # _recv: a message the transport rejected and this unit dropped
-
-
-class Stopped(Exception):
-    """The node told this unit to stop."""
+_DROPPED = uw.DROPPED  # _recv: a message the transport rejected and this unit dropped
+Stopped = uw.Stopped  # the node told this unit to stop
 
 
 class ProcessUnit:
@@ -71,7 +69,10 @@ class ProcessUnit:
                          or Recorder(plan, tag=f"m{mid}-t{tid}"))
         self.rt = rt = MachineRuntime(plan, [mid], allocator=self.alloc,
                                       units=[(mid, tid)], producer_of=view.producer_of,
-                                      recorder=self.recorder, native_loops=False)
+                                      recorder=self.recorder,
+                                      # the loop runs in the compiled core over the rings
+                                      # (native_process.py) when the node made them
+                                      native_loops=bool(cfg.get("rings")))
         # output pieces go to the node in batches: one copy out of the regst, then frames
         self.batcher = rt.batcher = Batcher(self._deliver)
         for t in rt.tasks:  # regsts produced by other units / remote receive buffers
@@ -125,7 +126,8 @@ class ProcessUnit:
                     raise ProtocolError(f"{self.name}: CONNECT from the node is not a map of "
                                         f"machine addresses: {body!r:.80}") from e
                 self.router.set_machine_addrs(addrs)
-                self.report(uw.CONNECTED, [self.thrd_id])
+                native = self.unit is not None and self.unit.native and self.rings is not None
+                self.report(uw.CONNECTED, [self.thrd_id, "native" if native else "python"])
                 return
             if m.kind == uw.STOP:
                 if self._control(m)[0]:
@@ -213,6 +215,11 @@ class ProcessUnit:
             return
         early = [msg for m in self.early for msg in self._take(m)]
         self.early = []
+        if unit.native and self.rings is not None:
+            for msg in early:
+                unit.put(msg)
+            run_native(self)
+            return
         if early:
             unit.push(early)
         run_unit(unit, _SocketSource(self))

@@ -19,7 +19,7 @@ DONE = 3  # unit -> node: every actor of the unit exited
 HELLO = 4  # unit -> node: the unit is built and listening
 STOP = 5  # node -> unit: stop now (another part of the run failed)
 CONNECT = 6  # node -> unit: every machine's data-plane address
-CONNECTED = 7  # unit -> node: addresses taken, the unit runs
+CONNECTED = 7  # unit -> node: addresses taken, the unit runs [thrd, its loop]
 STATUS = 8  # node -> unit: report your actors' wait states (hang reports)
 STATES = 9  # unit -> node: [thrd, [blocked_on() of every live actor], query id]
 BATCH = 10  # unit -> unit: several actor messages, [[header, blob count], ...] + blobs in order
@@ -29,6 +29,15 @@ KIND_NAMES = ("MSG", "DELIVER", "ERROR", "DONE", "HELLO", "STOP", "CONNECT", "CO
 
 def kind_name(kind: int) -> str:
     return KIND_NAMES[kind] if 0 <= kind < len(KIND_NAMES) else f"kind {kind}"
+
+
+class Stopped(Exception):
+    """A unit process was told to stop (STOP from its node, or its node is gone).  Defined
+    here, not in process_unit.py, which runs as ``__main__``: the native loop's callbacks
+    (native_process.py) raise the very class the unit's main catches."""
+
+
+DROPPED = object()  # a unit's receive: a message the transport rejected and it dropped
 
 
 # A unit process's listener is also reachable from other machines (and, with ``--insecure``,

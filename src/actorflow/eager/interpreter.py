@@ -25,11 +25,13 @@ CACHE_LIMIT = 4096
 
 
 def _freeze(v: Any) -> Any:
+    """A hashable key of an attr value that tells 0, 0.0 and False apart (they are equal
+    and hash alike, but give different result dtypes)."""
     if isinstance(v, (list, tuple)):
         return tuple(_freeze(x) for x in v)
     if isinstance(v, dict):
         return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
-    return v
+    return (v.__class__, v)
 
 
 class EagerLocalInterpreter:
@@ -71,11 +73,11 @@ class EagerLocalInterpreter:
              device: Device) -> Any:
         """The issue plan of ``expr`` on these input tensors (in the op definition's input
         order, all on ``device``) and attrs: cached per (op, input metas, attrs)."""
-        metas = [expr]
+        metas = [expr, device]  # a generator's plan is per device (it has no input metas)
         for t in tensors:
             metas.append(t._blob.meta)
         try:
-            key: Any = (*metas, *attrs.items())
+            key: Any = (*metas, *((k, v.__class__, v) for k, v in attrs.items()))
             plan = self._plans.get(key)
         except TypeError:  # list-valued attrs
             key = (*metas, _freeze(attrs))
@@ -141,26 +143,33 @@ class EagerLocalInterpreter:
 
 def _ufunc(ufunc: Any, ins: list[Any], attrs: dict[str, Any], outs: tuple,
            device: Device) -> Any:
-    """The op's (function, form, needs casting="unsafe"): numpy is ~2x slower on a tiny
-    array with ``casting=``, so the VM passes it only where the output's dtype is not
-    what numpy gives; found by a one-element dry run (host only; devices always cast)."""
-    if ufunc is None:
-        return None
-    if device.type != "cpu" or len(outs) != 1:
-        return (*ufunc, True)
+    """The op's (function, form, needs casting="unsafe") where the array module's own
+    function computes in exactly the op's result dtype (found by a one-element dry run),
+    else None: the kernel runs, which computes in the result dtype as OneFlow does.  So
+    ``exp`` of bool or int8 (numpy: float16) giving float32, ``pow`` of int tensors (an
+    int power) giving float32, ``int64 + float32`` (numpy: float64) and a number beside an
+    integer tensor narrower than int64 (numpy refuses one outside the tensor's range; the
+    op converts it, wrapping) take the kernel.  Devices always pass casting="unsafe"."""
+    if ufunc is None or len(outs) != 1:
+        return None if ufunc is None else (*ufunc, True)
     fn, form = ufunc
+    want = np.dtype(outs[0][1].dtype)
+    if form in ("ts", "st") and any(np.dtype(m.dtype).kind in "iu" and
+                                    np.dtype(m.dtype).itemsize < 8 for m in ins):
+        return None
     args: list[Any] = [np.zeros(1, m.dtype) for m in ins]
     if form in ("ts", "st"):
         args.insert(0 if form == "st" else 1, attrs["scalar"])
     elif form == "t0":
         args.append(0)
-    out = np.empty(1, outs[0][1].dtype)
     try:
         with np.errstate(all="ignore"):
-            getattr(np, fn)(*args, out=out)
-    except (TypeError, ValueError):
-        return (*ufunc, True)
-    return (*ufunc, False)
+            natural = getattr(np, fn)(*args).dtype
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if natural != want:
+        return None
+    return (*ufunc, device.type != "cpu")
 
 
 def _mixed_devices(op_type: str, inputs: dict[str, Any]) -> UsageError:

@@ -69,3 +69,9 @@ def loop_dtype(out_dtype: Any, *operands: Any, int_loops: bool = False) -> dict[
             return {"dtype": out}
         natural = np.promote_types(natural, np.float16)  # numpy's float loop for integers
     return {"dtype": out} if out.itemsize > natural.itemsize else {}
+
+
+def scalar_as(value: Any, dtype: Any) -> Any:
+    """A Python number converted into ``dtype`` as OneFlow converts an op's scalar: a cast
+    (an int wraps: ``int8 + 300`` adds 44; a float rounds), never numpy's overflow error."""
+    return np.asarray(value).astype(dtype)[()]

@@ -10,7 +10,7 @@ from typing import Any
 from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad
-from actorflow.kernels.ops._infer import same, work_dtype
+from actorflow.kernels.ops._infer import same, scalar_as, work_dtype
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -131,7 +131,8 @@ def _clip_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
 
 
 def _fill_like(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    outs["out"].fill(attrs["value"])
+    out = outs["out"]
+    out.fill(scalar_as(attrs["value"], out.dtype))  # int8 and 300: 44 (a cast, as OneFlow)
 
 
 _unary("log", _k(_log), "natural logarithm")
@@ -149,14 +150,19 @@ register_op(OpDef("fill_like", ("in",), lambda ins, a: same(ins["in"]), _fill_li
 
 # -- fused gradient kernels (no gradient of their own) ------------------------------------
 def _relu_grad(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    ctx.xp.multiply(ins["dy"], ins["y"] > 0, out=outs["out"], casting="unsafe")
+    # where, not dy * (y > 0): an inf or NaN dy where y <= 0 gives 0, not NaN
+    outs["out"][...] = ctx.xp.where(ins["y"] > 0, ins["dy"], 0)
 
 
 def _gelu_grad(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
     xp, x, dy = ctx.xp, ins["x"], ins["dy"]
     if x.dtype != work_dtype(x.dtype):  # float16: the derivative's terms cancel
         x = x.astype(work_dtype(x.dtype))
-    if attrs.get("approximate", "none") == "tanh":
+    tanh_form = attrs.get("approximate", "none") == "tanh"
+    # past +-10 (tanh form) or +-40 the derivative is exactly its limit, 1 or 0; clipped
+    # there so x**2 and x**3 cannot overflow into 0 * inf = NaN
+    x = xp.clip(x, -10.0, 10.0) if tanh_form else xp.clip(x, -40.0, 40.0)
+    if tanh_form:
         # d/dx x sigmoid(2u) = s + 2 x s (1 - s) u', with 1 - s = sigmoid(-2u) (stable)
         s, not_s = _sigmoid_pair(xp, 2.0 * _SQRT_2_PI * (x + 0.044715 * x * x * x))
         d = s + 2.0 * x * s * not_s * _SQRT_2_PI * (1.0 + 3 * 0.044715 * x * x)
@@ -174,9 +180,16 @@ def _grad_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return same(dy)
 
 
+def _gelu_grad_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
+    dy, x = ins["dy"], ins["x"]
+    if not dy.dtype.startswith("float") or x.dtype != dy.dtype:
+        raise OpError(f"dy and x must be of one floating dtype, got {dy.dtype} and {x.dtype}")
+    return _grad_infer(ins, attrs)
+
+
 register_op(OpDef("relu_grad", ("dy", "y"), _grad_infer, _relu_grad,
                   doc="dy where y > 0, else 0"))
-register_op(OpDef("gelu_grad", ("dy", "x"), _grad_infer, _gelu_grad, doc="dy * gelu'(x)"))
+register_op(OpDef("gelu_grad", ("dy", "x"), _gelu_grad_infer, _gelu_grad, doc="dy * gelu'(x)"))
 
 register_sbp(["log", "sqrt", "rsqrt", "sigmoid", "gelu", "silu", "softplus", "abs", "clip",
               "fill_like"], unary_rule(linear=False))

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from actorflow.errors import OpError
+from actorflow.kernels import dtype as dt
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad, sum_to
-from actorflow.kernels.ops._infer import broadcast_shape, result_dtype, same
+from actorflow.kernels.ops._infer import broadcast_shape, result_dtype, same, scalar_as
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -32,15 +33,27 @@ def _cmp_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return {"out": BlobDesc(broadcast_shape(ins["a"].shape, ins["b"].shape), "bool")}
 
 
+def _in(x: Any, dtype: str) -> Any:
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
 def _cmp_kernel(fn: str) -> KernelFn:
+    """Compared in OneFlow's promoted dtype (an int64 beside a float32 tensor compares as
+    float32), not numpy's wider one, so a GPU kernel gives the same bools."""
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        getattr(ctx.xp, fn)(ins["a"], ins["b"], out=outs["out"])
+        a, b = ins["a"], ins["b"]
+        d = dt.binary(str(a.dtype), a.ndim, str(b.dtype), b.ndim)
+        getattr(ctx.xp, fn)(_in(a, d), _in(b, d), out=outs["out"])
     return kernel
 
 
 def _scalar_cmp_kernel(fn: str) -> KernelFn:
+    """The number is converted into the promoted dtype first (``float32 <= -1e-50`` is
+    ``x <= -0.0``; ``int8 < 300`` compares with 44), as OneFlow does."""
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        getattr(ctx.xp, fn)(ins["in"], attrs["scalar"], out=outs["out"])
+        x, s = ins["in"], attrs["scalar"]
+        d = dt.with_scalar(str(x.dtype), dt.scalar_category(s))
+        getattr(ctx.xp, fn)(_in(x, d), scalar_as(s, d), out=outs["out"])
     return kernel
 
 
@@ -63,7 +76,11 @@ def _logical_not(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) ->
 
 
 def _sign(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    ctx.xp.sign(ins["in"], out=outs["out"])
+    x = ins["in"]
+    if x.dtype == bool:  # sign of a bool is the bool (torch); numpy has no bool loop
+        outs["out"][...] = x
+    else:
+        ctx.xp.sign(x, out=outs["out"])
 
 
 register_op(OpDef("logical_not", ("in",),

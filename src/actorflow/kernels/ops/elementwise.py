@@ -9,7 +9,7 @@ from actorflow.errors import OpError
 from actorflow.kernels import dtype as dt
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad, sum_to
-from actorflow.kernels.ops._infer import broadcast_shape, loop_dtype, same
+from actorflow.kernels.ops._infer import broadcast_shape, loop_dtype, same, scalar_as
 from actorflow.kernels.registry import (
     Arrays,
     Attrs,
@@ -27,13 +27,22 @@ def _floating(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     return {"out": BlobDesc(d.shape, dt.floating(d.dtype))}
 
 
+def _no_bool(op_type: str) -> InferFn:
+    def infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
+        if ins["in"].dtype == "bool":
+            raise OpError(f"{op_type} of a bool tensor is not supported (as in torch); use "
+                          "logical_not, or cast it to an integer dtype first")
+        return same(ins["in"])
+    return infer
+
+
 def _unary(op_type: str, fn_name: str, doc: str, floating: bool = False) -> None:
     """``floating``: integers and bools give float32 (exp, tanh: OneFlow's rule)."""
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         x, out = ins["in"], outs["out"]  # never in a loop narrower than the result
         getattr(ctx.xp, fn_name)(x, out=out, casting="unsafe", **loop_dtype(out.dtype, x))
 
-    infer = _floating if floating else (lambda ins, a: same(ins["in"]))
+    infer = _floating if floating else _no_bool(op_type)
     register_op(OpDef(op_type, ("in",), infer, kernel, doc=doc, ufunc=(fn_name, "t")))
 
 
@@ -42,7 +51,7 @@ def _identity_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs
 
 
 def _relu_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-    ctx.xp.maximum(ins["in"], 0, out=outs["out"])
+    ctx.xp.maximum(ins["in"], 0, out=outs["out"], casting="unsafe")  # bool: the input
 
 
 register_op(OpDef("identity", ("in",), lambda ins, a: same(ins["in"]), _identity_kernel))
@@ -70,14 +79,14 @@ def _binary_infer(op_type: str) -> InferFn:
 
 
 def _binary_kernel(fn_name: str) -> KernelFn:
-    """Never in a loop narrower than the result (``loop_dtype``): 3 ** 5 of int8 tensors
-    is 243.0, uint8 240 times a 0-d float16 273 is 65520.0 in float32."""
-    int_loops = fn_name == "power"  # the only one of these giving floats from integers
-
+    """Both operands converted into the result dtype, then computed in it, as OneFlow's
+    kernels (and a GPU's) do: 3 ** 5 of int8 tensors is 243.0 in float32, int32 -2**31 /
+    a float16 tensor is -inf in float16 (the int is converted first), never numpy's narrower
+    or wider loop."""
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
-        a, b, out = ins["a"], ins["b"], outs["out"]
-        getattr(ctx.xp, fn_name)(a, b, out=out, casting="unsafe",
-                                 **loop_dtype(out.dtype, a, b, int_loops=int_loops))
+        out = outs["out"]
+        getattr(ctx.xp, fn_name)(ins["a"], ins["b"], out=out, dtype=out.dtype,
+                                 casting="unsafe")
     return kernel
 
 
@@ -105,12 +114,14 @@ def _scalar_infer(op_type: str) -> InferFn:
 def _scalar_kernel(fn_name: str, reverse: bool) -> KernelFn:
     def kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> None:
         f, out, x = getattr(ctx.xp, fn_name), outs["out"], ins["in"]
-        s = attrs["scalar"]
-        loop = loop_dtype(out.dtype, x, s, int_loops=fn_name == "power")  # as tensor-tensor
+        # the number converted into the result dtype first, as OneFlow does: int8 + 300 adds
+        # 44 (numpy would raise OverflowError), float32 x - 1.1187368300199712 subtracts
+        # 1.1187368 (numpy would subtract in float64 and round after)
+        s = scalar_as(attrs["scalar"], out.dtype)
         if reverse:
-            f(s, x, out=out, casting="unsafe", **loop)
+            f(s, x, out=out, dtype=out.dtype, casting="unsafe")
         else:
-            f(x, s, out=out, casting="unsafe", **loop)
+            f(x, s, out=out, dtype=out.dtype, casting="unsafe")
     return kernel
 
 

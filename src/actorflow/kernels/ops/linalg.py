@@ -47,7 +47,8 @@ def _bias_add_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs
     axis = int(attrs.get("axis", -1)) % x.ndim
     shape = [1] * x.ndim
     shape[axis] = b.shape[0]
-    ctx.xp.add(x, b.reshape(shape), out=outs["out"])
+    out = outs["out"]  # both converted into the result dtype first (as add)
+    ctx.xp.add(x, b.reshape(shape), out=out, dtype=out.dtype, casting="unsafe")
 
 
 def _softmax_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:

@@ -99,8 +99,9 @@ def _ce_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs) -> N
 def _ce_grad_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     x, t, dy = ins["logits"], ins["target"], ins["dy"]
     _ce_check(x, t)
-    if dy.shape != t.shape:
-        raise OpError(f"dy has shape {dy.shape}, expected {t.shape}")
+    if dy.shape != t.shape or dy.dtype != x.dtype:
+        raise OpError(f"dy is {dy.dtype} {dy.shape}, expected the logits' dtype {x.dtype} "
+                      f"and shape {t.shape}")
     return same(x)
 
 
@@ -171,8 +172,9 @@ def _ln_grad_kernel(ctx: KernelContext, ins: Arrays, outs: Arrays, attrs: Attrs)
 
 
 def _ln_grad_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
-    if ins["dy"].shape != ins["x"].shape:
-        raise OpError(f"dy has shape {ins['dy'].shape}, x {ins['x'].shape}")
+    if ins["dy"].shape != ins["x"].shape or ins["dy"].dtype != ins["x"].dtype:
+        raise OpError(f"dy ({ins['dy'].dtype} {ins['dy'].shape}) must have x's dtype and "
+                      f"shape ({ins['x'].dtype} {ins['x'].shape})")
     return _ln_infer({"in": ins["x"]}, attrs)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actorflow.errors import OpError
 from actorflow.kernels.blob import BlobDesc
 from actorflow.kernels.grad import register_grad
 from actorflow.kernels.ops._infer import norm_axis
@@ -20,10 +21,30 @@ def _extreme(fn: str) -> Any:
     return kernel
 
 
+def _nonempty(d: BlobDesc, attrs: Attrs, what: str) -> None:
+    """A max, min or arg of nothing is undefined: refused (as torch), not left to numpy."""
+    axis = attrs.get("axis")
+    if axis is None and 0 in d.shape:
+        raise OpError(f"{what} of an empty tensor {d.shape} is undefined: it has no identity")
+    axes = [] if axis is None else [axis] if isinstance(axis, int) else axis
+    for a in axes:
+        if d.shape and d.shape[norm_axis(int(a), len(d.shape))] == 0:
+            raise OpError(f"{what} of an empty axis ({norm_axis(int(a), len(d.shape))} of "
+                          f"shape {d.shape}) is undefined: it has no identity")
+
+
+def _extreme_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
+    """The reduced shape (as sums); the input's dtype (a max of int8 is int8, not int64)."""
+    _nonempty(ins["in"], attrs, "max/min")
+    out = _reduce_infer(ins, attrs)["out"]
+    return {"out": BlobDesc(out.shape, ins["in"].dtype)}
+
+
 def _arg_infer(ins: Blobs, attrs: Attrs) -> dict[str, BlobDesc]:
     d = ins["in"]
     axis = attrs.get("axis")
     keep = bool(attrs.get("keepdims", False))
+    _nonempty(d, attrs, "argmax/argmin")
     if axis is None:
         shape: tuple[int, ...] = tuple(1 for _ in d.shape) if keep else ()
     else:
@@ -42,8 +63,8 @@ def _arg(fn: str) -> Any:
     return kernel
 
 
-register_op(OpDef("reduce_max", ("in",), _reduce_infer, _extreme("amax")))
-register_op(OpDef("reduce_min", ("in",), _reduce_infer, _extreme("amin")))
+register_op(OpDef("reduce_max", ("in",), _extreme_infer, _extreme("amax")))
+register_op(OpDef("reduce_min", ("in",), _extreme_infer, _extreme("amin")))
 register_op(OpDef("argmax", ("in",), _arg_infer, _arg("argmax"),
                   doc="index of the largest element along attr axis (None: flattened)"))
 register_op(OpDef("argmin", ("in",), _arg_infer, _arg("argmin")))
