@@ -46,6 +46,7 @@ EQUIVALENT = Path(__file__).resolve().parent / "equivalent_mutants.txt"
 _PROTOCOL = ["tests/protocol", "tests/plan/test_kind_rules.py", "tests/plan/test_validate.py",
              "tests/actors/test_kind_records.py", "tests/plan/test_multi_job.py",
              "tests/trace/test_summary_replay.py", "tests/actors/test_property_dags.py"]
+_KERNELS = ["tests/kernels/test_kernel_oracle.py", "tests/kernels/test_ops.py"]
 # module (relative to src/actorflow) -> the test files that cover it, fastest first
 TESTS: dict[str, list[str]] = {
     "protocol/state.py": _PROTOCOL,
@@ -68,14 +69,20 @@ TESTS: dict[str, list[str]] = {
     "transport/codec.py": ["tests/transport/test_codec.py",
                            "tests/transport/test_transport_parts.py",
                            "tests/transport/test_comm_contract.py"],
-    "kernels/ops/elementwise.py": ["tests/kernels"],
-    "kernels/ops/linalg.py": ["tests/kernels"],
-    "kernels/ops/shape.py": ["tests/kernels"],
-    "kernels/ops/parallel.py": ["tests/kernels"],
-    "kernels/ops/generators.py": ["tests/kernels"],
-    "kernels/ops/assign.py": ["tests/kernels"],
-    "kernels/ops/model_io.py": ["tests/kernels", "tests/test_checkpoint.py"],
-    "kernels/ops/_infer.py": ["tests/kernels"],
+    "kernels/ops/elementwise.py": _KERNELS,
+    "kernels/ops/linalg.py": _KERNELS,
+    "kernels/ops/shape.py": _KERNELS,
+    "kernels/ops/parallel.py": _KERNELS,
+    "kernels/ops/generators.py": _KERNELS,
+    "kernels/ops/assign.py": _KERNELS,
+    "kernels/ops/model_io.py": [*_KERNELS, "tests/test_checkpoint.py"],
+    "kernels/ops/_infer.py": _KERNELS,
+    "kernels/ops/activation.py": _KERNELS,
+    "kernels/ops/compare.py": _KERNELS,
+    "kernels/ops/reduce.py": _KERNELS,
+    "kernels/ops/nn_ops.py": _KERNELS,
+    "kernels/ops/batched.py": _KERNELS,
+    "kernels/ops/index.py": _KERNELS,
     "eager/deps.py": ["tests/eager/test_deps.py", "tests/eager/test_dependencies.py",
                       "tests/eager/test_submit_one.py"],
 }
