@@ -7,6 +7,7 @@ tests that cover each, and report the mutants that survive.
     python tools/mutate.py sbp_geometry.py --budget 300 --json out/sbp.json
     python tools/mutate.py actors/inbound.py --ids 12,40 # rerun some mutants
     python tools/mutate.py --seeded                      # issue 20's hand-seeded bugs
+    python tools/mutate.py --c kinds.h --budget 1200     # the compiled core's C headers
 
 Each mutant (``tools/mutants.py``) is written into a private copy of ``src/actorflow``
 that ``PYTHONPATH`` puts ahead of the installed package (worker processes inherit it);
@@ -28,6 +29,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cmutants import build_module, cmutants, including_modules
 from mutants import Mutant, mutants
 from seeded_bugs import SEEDED
 
@@ -46,6 +49,7 @@ EQUIVALENT = Path(__file__).resolve().parent / "equivalent_mutants.txt"
 _PROTOCOL = ["tests/protocol", "tests/plan/test_kind_rules.py", "tests/plan/test_validate.py",
              "tests/actors/test_kind_records.py", "tests/plan/test_multi_job.py",
              "tests/trace/test_summary_replay.py", "tests/actors/test_property_dags.py"]
+_KERNELS = ["tests/kernels/test_kernel_oracle.py", "tests/kernels/test_ops.py"]
 # module (relative to src/actorflow) -> the test files that cover it, fastest first
 TESTS: dict[str, list[str]] = {
     "protocol/state.py": _PROTOCOL,
@@ -65,18 +69,34 @@ TESTS: dict[str, list[str]] = {
     "collective/boxing.py": ["tests/collective/test_boxing.py",
                              "tests/collective/test_global_tensors.py"],
     "actors/inbound.py": ["tests/actors/test_inbound.py"],
-    "transport/codec.py": ["tests/transport/test_transport_parts.py",
+    "transport/codec.py": ["tests/transport/test_codec.py",
+                           "tests/transport/test_transport_parts.py",
                            "tests/transport/test_comm_contract.py"],
-    "kernels/ops/elementwise.py": ["tests/kernels"],
-    "kernels/ops/linalg.py": ["tests/kernels"],
-    "kernels/ops/shape.py": ["tests/kernels"],
-    "kernels/ops/parallel.py": ["tests/kernels"],
-    "kernels/ops/generators.py": ["tests/kernels"],
-    "kernels/ops/assign.py": ["tests/kernels"],
-    "kernels/ops/model_io.py": ["tests/kernels", "tests/test_checkpoint.py"],
-    "kernels/ops/_infer.py": ["tests/kernels"],
+    "kernels/ops/elementwise.py": _KERNELS,
+    "kernels/ops/linalg.py": _KERNELS,
+    "kernels/ops/shape.py": _KERNELS,
+    "kernels/ops/parallel.py": _KERNELS,
+    "kernels/ops/generators.py": _KERNELS,
+    "kernels/ops/assign.py": _KERNELS,
+    "kernels/ops/model_io.py": [*_KERNELS, "tests/test_checkpoint.py"],
+    "kernels/ops/_infer.py": _KERNELS,
+    "kernels/ops/activation.py": _KERNELS,
+    "kernels/ops/compare.py": _KERNELS,
+    "kernels/ops/reduce.py": _KERNELS,
+    "kernels/ops/nn_ops.py": _KERNELS,
+    "kernels/ops/batched.py": _KERNELS,
+    "kernels/ops/index.py": _KERNELS,
     "eager/deps.py": ["tests/eager/test_deps.py", "tests/eager/test_dependencies.py",
                       "tests/eager/test_submit_one.py"],
+}
+
+
+# compiled core: C header (under src/actorflow/_core) -> the tests that run the native core
+_NATIVE = ["tests/protocol", "tests/core/test_differential.py", "tests/core/test_native_loop.py"]
+C_TESTS: dict[str, list[str]] = {
+    "sm.h": _NATIVE, "kinds.h": _NATIVE, "step.h": _NATIVE, "unit.h": _NATIVE,
+    "runplan.h": _NATIVE, "inbox.h": _NATIVE, "record.h": _NATIVE,
+    "ring_check.h": ["tests/core/test_ring_check.py", "tests/core/test_ring_contract.py"],
 }
 
 
@@ -227,6 +247,73 @@ def mutate_module(module: str, tests: list[str], *, budget: float, nice: int,
     return report
 
 
+def mutate_header(header: str, tests: list[str], *, budget: float, nice: int,
+                  ids: set[int] | None, verbose: bool) -> Report:
+    """The compiled core: each mutant of ``_core/<header>`` recompiles the extensions that
+    include it (``cmutants.build_module``) in the sandbox, then runs ``tests``."""
+    path = PKG / "_core" / header
+    source = path.read_text()
+    found = cmutants(source)
+    report = Report(f"_core/{header}", tests, len(found))
+    equivalent = load_equivalent()
+    box = Sandbox()
+    core = box.dir / "actorflow" / "_core"
+    modules = including_modules(core, header)
+    if not modules:
+        raise SystemExit(f"{header}: no built extension includes it (pip install -e . first)")
+
+    def build() -> str:
+        for m in modules:
+            ok, err = build_module(core, m)
+            if not ok:
+                return err
+        return ""
+
+    try:
+        box.check_imported_here()
+        if build():
+            raise SystemExit(f"{header}: the unmutated extensions {modules} do not compile")
+        env_native = {"ACTORFLOW_CORE": "native"}
+        box.env.update(env_native)
+        outcome, base, first = run_tests(box, tests, 1800, nice)
+        if outcome != "passed":
+            raise SystemExit(f"{header}: the unmutated tests do not pass ({outcome}: {first})")
+        report.baseline_seconds = round(base, 1)
+        limit = max(3 * base, base + 30)
+        print(f"_core/{header}: {len(found)} mutants, rebuilding {modules}; tests "
+              f"{' '.join(tests)} take {base:.1f}s", flush=True)
+        t_start = time.monotonic()
+        for m in found:
+            if ids is not None and m.index not in ids:
+                continue
+            if time.monotonic() - t_start > budget:
+                report.not_run += 1
+                continue
+            lines = source.splitlines()
+            before = lines[m.line - 1].strip()
+            after = m.apply(source).splitlines()[m.line - 1].strip()
+            why = equivalent.get((f"_core/{header}", "", before, m.what))
+            (core / header).write_text(m.apply(source))
+            try:
+                if build():  # does not compile (e.g. '<' inside a template): not a mutant
+                    report.total -= 1
+                    continue
+                outcome, took, first = run_tests(box, tests, limit, nice)
+            finally:
+                (core / header).write_text(source)
+            verdict = {"failed": "killed", "timeout": "timeout", "passed": "survived"}[outcome]
+            if verdict == "survived" and why is not None:
+                verdict = "equivalent"
+            report.results.append(Result(m.index, m.line, "", m.what, before, after, verdict,
+                                         round(took, 1), why or first))
+            if verbose or verdict == "survived":
+                print(f"  #{m.index} line {m.line}: {verdict:<10} {m.what}: {after}", flush=True)
+    finally:
+        build()  # the sandbox goes anyway; leave nothing half-built while it does
+        box.close()
+    return report
+
+
 def run_seeded(nice: int, modules: list[str]) -> int:
     """Plant each bug of ``seeded_bugs.SEEDED`` (those in ``modules``, if any are named),
     run its tests, say which test caught it."""
@@ -270,12 +357,19 @@ def print_report(report: Report) -> None:
             print(f"           -> {r.mutated_line}")
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(f"stopped by signal {signum}")  # unwinds: the sandbox is removed
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("modules", nargs="*", help="modules relative to src/actorflow "
                     "(default: all of the map)")
     ap.add_argument("--list", action="store_true", help="print the module -> tests map")
+    ap.add_argument("--c", default="", metavar="HEADER",
+                    help="mutate a C header of the compiled core (src/actorflow/_core/HEADER)")
     ap.add_argument("--seeded", action="store_true",
                     help="plant issue 20's hand-seeded bugs (tools/seeded_bugs.py) one by one")
     ap.add_argument("--show", action="store_true", help="list the mutants; run nothing")
@@ -293,6 +387,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.seeded:
         return run_seeded(a.nice, a.modules)
+    if a.c:
+        tests = a.tests.split(",") if a.tests else C_TESTS.get(a.c)
+        if not tests:
+            raise SystemExit(f"{a.c}: no tests mapped (give --tests)")
+        if a.show:
+            source = (PKG / "_core" / a.c).read_text()
+            for cm in cmutants(source):
+                print(f"_core/{a.c} #{cm.index} line {cm.line} ({cm.what}): "
+                      f"{cm.apply(source).splitlines()[cm.line - 1].strip()}")
+            return 0
+        ids = {int(i) for i in a.ids.split(",")} if a.ids else None
+        rep = mutate_header(a.c, tests, budget=a.budget, nice=a.nice, ids=ids,
+                            verbose=a.verbose)
+        print_report(rep)
+        if a.json:
+            Path(a.json).write_text(json.dumps([{**asdict(rep), "score": rep.score(),
+                                                 "counts": rep.counts()}], indent=1))
+        return 1 if rep.counts()["survived"] else 0
     modules = a.modules or list(TESTS)
     unknown = [m for m in modules if not (PKG / m).is_file()]
     if unknown:

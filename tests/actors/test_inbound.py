@@ -338,3 +338,25 @@ def test_without_a_log_the_first_drop_of_a_peer_goes_to_stderr(capsys):
             inbound.check([EORD], None, [], "s")
     err = capsys.readouterr().err
     assert err.count("malformed message from peer s dropped") == 1, err
+
+
+def test_a_slot_past_a_records_32_bits_is_dropped_even_on_a_command():
+    logged: list[str] = []
+    _plan, comm, _remote, inbound = view_and_inbound(logged)
+    stop = Msg(CMD, CLIENT, comm.task_id, cmd=STOP).header()
+    stop[4] = 2**31 - 1  # the largest int32: a record holds it
+    assert inbound.check(stop, None, []).type == CMD
+    stop[4] = 2**31
+    with pytest.raises(MalformedMessage, match=r"slot 2147483648 does not fit a record's 32"):
+        inbound.check(stop, None, [], "z")
+    assert inbound.dropped == {"z": 1}
+
+
+def test_a_command_code_past_the_known_ones_is_dropped():
+    logged: list[str] = []
+    _plan, comm, _remote, inbound = view_and_inbound(logged)
+    last = Msg(CMD, CLIENT, comm.task_id, cmd=SEND, aux=0).header()
+    assert inbound.check(last, None, []).cmd == SEND  # the last code there is
+    past = Msg(CMD, CLIENT, comm.task_id, cmd=SEND + 1).header()
+    with pytest.raises(MalformedMessage, match=rf"command {SEND + 1} from task -1"):
+        inbound.check(past, None, [], "z")

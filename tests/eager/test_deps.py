@@ -102,3 +102,19 @@ def test_the_prune_bound_doubles_with_the_readers_that_stay(k):
     for i in range(PRUNE_AT - 1):  # below the new bound: no pruning yet
         k.linked(f"s{i}", reads=[b])
     assert len(b.readers) == 2 * PRUNE_AT and b.prune_at == 2 * PRUNE_AT
+
+
+def test_a_finished_last_writer_is_no_dependency_of_the_next_write(k):
+    b = k.blob()
+    w1 = k.linked("w1", writes=[b])
+    w1.done = True
+    w2 = k.instr("w2", writes=[b])
+    assert k.link(w2) == [] and b.last_writer is w2
+
+
+def test_every_read_is_counted_on_its_blob(k):
+    a, c = k.blob(), k.blob()
+    k.linked("r1", reads=[a])
+    k.linked("r2", reads=[a, c])
+    k.linked("w", writes=[a])  # writes are not reads
+    assert (a.nreads, c.nreads) == (2, 1)

@@ -261,3 +261,12 @@ def test_esac_refuses_wrong_maps_and_outputs_and_unequal_machines():
     with pytest.raises(ProtocolError, match=r"\(esac\): every sink tick ended but regsts are "
                                             r"left on descs \{30: 1\}"):
         esac.handle(eord(8, 7, 30, 1))
+
+
+def test_a_generator_reads_the_tick_slot_it_was_given_and_acks_it():
+    """A tick READY names slot 1 of piece 0: the act reads slot 1, the ACK returns slot 1."""
+    s = actor(0, "source", produced=[(20, 2, [3])], consumed=[10], producer_of={10: 1},
+              gated=True)
+    (act,) = acts_of(s.handle(ready(1, 0, 10, 1, 0, 0)))
+    assert act.reads == [(10, 1)]
+    assert ("ACK", 0, 1, 10, 1, 0) in norm(s.act_done(act))

@@ -103,7 +103,7 @@ class Inbound:
                 return f"command {code!r:.20} from task {src}"
             if code == SEND and aux == NONE:
                 return "a 'send' command without a critical-section id"
-            return self._frames(metas, frames, None, 0) if metas else None
+            return self._frames(metas, frames, None) if metas else None
         if code != 0:
             return f"a {('READY', 'ACK', 'EORD')[t]} with command code {code}"
         if src not in self.routing:
@@ -121,14 +121,14 @@ class Inbound:
         if metas:
             if t != READY:
                 return f"a {('READY', 'ACK', 'EORD')[t]} carries blobs"
-            return self._frames(metas, frames, self.buffers(desc), slot)
+            buffers = self.buffers(desc)
+            return self._frames(metas, frames, buffers[slot] if buffers is not None else None)
         return None
 
-    def _frames(self, metas: Any, frames: list, buffers: list | None,
-                slot: int) -> str | None:
+    def _frames(self, metas: Any, frames: list, target: Mapping[str, Any] | None) -> str | None:
+        """``target``: the receive slot's blobs by name (None: nothing to land in here)."""
         if not isinstance(metas, list) or len(metas) != len(frames):
             return f"header lists {_len(metas)} blobs, {len(frames)} frames arrived"
-        target = buffers[slot] if buffers is not None else None
         if target is not None and sorted(  # each of the buffer's blobs, once
                 str(m[0]) if isinstance(m, list) and m else "" for m in metas) != sorted(
                 target):
