@@ -5,6 +5,8 @@
 #             (ring_check.h; a refused one is dropped and counted, or fails an
 #             authenticated run, through the shell)
 #         then what Python put in the core's inbox (a landed remote READY, a fed piece)
+#         busy with records for SOCKET_LOOK_NS? look at the socket without waiting, so a
+#             steady stream on the rings never starves it (the node's STOP, other machines)
 #         nothing? sleep, the GIL released, in one poll on the rings' eventfd and the unit's
 #             socket (ring_zq_wait.h); the socket readable -> shell.pump() receives, checks
 #             and lands what came, into the inbox; nothing within the wait -> shell.idle()
@@ -19,6 +21,7 @@ from actorflow._core cimport _zq as Z
 
 cdef enum:
     _RING_TAKE = 256  # records taken from the rings at once
+    _SOCKET_LOOK_NS = 200000  # a busy loop still looks at its socket this often (ns)
 
 
 cdef class RingLinks:
@@ -105,6 +108,7 @@ cdef int run_ring_loop(NativeUnitCore c, object shell, NativeRouter router,
     cdef int32_t done_cap = 64
     cdef int32_t n, got, bad
     cdef int rc = 0, e = 0, ready = 0, stop = 0, py_ran = 0, py_sent = 0
+    cdef int64_t now, last_look = R.ring_now_ns()
     cdef af_router *r = &router.r
     cdef R.af_msg tmp[_RING_TAKE]
     cdef uint32_t origins[_RING_TAKE]
@@ -139,6 +143,7 @@ cdef int run_ring_loop(NativeUnitCore c, object shell, NativeRouter router,
                             timeout_ns = shell.wait_ns()
                     e = Z.ring_zq_wait(inbox, k.socks, k.nsocks,
                                        R.ring_now_ns() + timeout_ns, &ready)
+                    last_look = R.ring_now_ns()
                     if e == 0 and (ready & Z.RING_ZQ_SOCKETS):
                         with gil:
                             shell.pump()
@@ -157,6 +162,13 @@ cdef int run_ring_loop(NativeUnitCore c, object shell, NativeRouter router,
                         with gil:
                             shell.wait_failed(e)
                     continue
+                now = R.ring_now_ns()
+                if k.nsocks > 0 and now - last_look > _SOCKET_LOOK_NS:
+                    last_look = now  # a deadline already past: a look, never a sleep
+                    if Z.ring_zq_wait(inbox, k.socks, k.nsocks, 0, &ready) == 0 and (
+                            ready & Z.RING_ZQ_SOCKETS):
+                        with gil:
+                            shell.pump()
                 pthread_mutex_lock(&c.mu)
                 c.u.out.n = 0
                 rc = af_unit_push(&c.u, <af_msg *>batch.data, n)
