@@ -176,3 +176,25 @@ def test_the_dry_run_estimate_follows_the_busiest_input_of_each_task():
     with pytest.raises(PlanValidationError, match=r"would deliver about 27012005 messages, over "
                        r"its budget of 401200 "):
         check_progress(plan)
+
+
+def _edge_plan(acc_num: int):
+    """input -> 2 relus -> repeat 79 -> 7 relus -> acc -> output: 13 tasks, 12 edges, a budget
+    of 402,500 deliveries; with acc_num 53 the estimate is exactly that (158 pieces: 158 x 4
+    x 3 + 12,482 x 4 x 8 + 236 x 5), with 52 it is 25 more (241 acc acts instead of 236)."""
+    b = af.PlanBuilder(register_num=2, name="edge")
+    h = b.input("x", (2,), "float32")
+    for _ in range(2):
+        h = b.op("relu", h)
+    h = b.repeat(h, 79)
+    for _ in range(7):
+        h = b.op("relu", h)
+    b.output("y", b.acc(h, acc_num))
+    return b.build(validate=False)
+
+
+def test_a_dry_run_estimated_at_exactly_its_budget_runs():
+    check_progress(_edge_plan(53))  # the estimate equals the budget: not over it
+    with pytest.raises(PlanValidationError, match=r"about 402525 messages, over its budget of "
+                                                  r"402500 "):
+        check_progress(_edge_plan(52))
