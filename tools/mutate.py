@@ -49,7 +49,7 @@ EQUIVALENT = Path(__file__).resolve().parent / "equivalent_mutants.txt"
 _PROTOCOL = ["tests/protocol", "tests/plan/test_kind_rules.py", "tests/plan/test_validate.py",
              "tests/actors/test_kind_records.py", "tests/plan/test_multi_job.py",
              "tests/trace/test_summary_replay.py", "tests/actors/test_property_dags.py"]
-_KERNELS = ["tests/kernels/test_kernel_oracle.py", "tests/kernels/test_ops.py"]
+_KERNELS = ["tests/kernels/test_ops.py", "tests/kernels/test_oracle.py"]
 # module (relative to src/actorflow) -> the test files that cover it, fastest first
 TESTS: dict[str, list[str]] = {
     "protocol/state.py": _PROTOCOL,
@@ -61,6 +61,7 @@ TESTS: dict[str, list[str]] = {
     "protocol/messages.py": _PROTOCOL,
     "protocol/simulate.py": _PROTOCOL,
     "protocol/unit_core.py": _PROTOCOL,
+    "protocol/task.py": _PROTOCOL,
     "sbp_geometry.py": ["tests/test_sbp_geometry.py", "tests/plan/test_boxing_geometry.py",
                         "tests/collective/test_boxing.py"],
     "plan/compiler/boxing.py": ["tests/plan/test_boxing_geometry.py",
@@ -86,6 +87,8 @@ TESTS: dict[str, list[str]] = {
     "kernels/ops/nn_ops.py": _KERNELS,
     "kernels/ops/batched.py": _KERNELS,
     "kernels/ops/index.py": _KERNELS,
+    "kernels/ops/microbatch.py": _KERNELS,
+    "kernels/ops/lr_schedule.py": [*_KERNELS, "tests/optim/test_optimizers.py"],
     "eager/deps.py": ["tests/eager/test_deps.py", "tests/eager/test_dependencies.py",
                       "tests/eager/test_submit_one.py"],
 }
