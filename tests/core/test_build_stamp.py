@@ -142,6 +142,10 @@ def test_a_missing_or_unstamped_module_is_named(flowlaunch, sandbox):
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env,
                          "ACTORFLOW_CORE": "python"}, capture_output=True, text=True, timeout=60)
     assert "carries no build stamp" in out.stdout
+    (core / f"unit_core{SUFFIX}").write_bytes(b"")  # a copy cut short
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env,
+                         "ACTORFLOW_CORE": "python"}, capture_output=True, text=True, timeout=60)
+    assert "module unit_core is not usable" in out.stdout and "no build stamp" in out.stdout
 
 
 def test_a_module_that_fails_to_compile_leaves_no_earlier_build(tmp_path):

@@ -51,7 +51,10 @@ def module_error(name: str) -> str | None:
         return f"module {name} cannot be found: {e}"
     if spec is None or not spec.origin or not spec.has_location:
         return f"module {name} is not built"
-    stale = build_stamp.stale_reason(Path(__file__).parent, name, Path(spec.origin))
+    try:
+        stale = build_stamp.stale_reason(Path(__file__).parent, name, Path(spec.origin))
+    except OSError as e:
+        return f"module {name} cannot be read: {e}"
     if stale:
         return f"module {name} is not usable: {stale}"
     try:

@@ -50,6 +50,8 @@ def compile_args(core: Path, module: str) -> list[str]:
 
 def read_stamp(path: Path) -> str | None:
     """The stamp compiled into the extension file ``path`` (None: it carries none)."""
+    if path.stat().st_size == 0:  # mmap refuses an empty file (a copy cut short)
+        return None
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
         at = m.find(MARKER)
         if at < 0:
