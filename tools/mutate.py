@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cmutants import build_module, cmutants, including_modules
+from cmutants import build_module, cmutants, including_modules, restamp_others
 from mutants import Mutant, mutants
 from seeded_bugs import SEEDED
 
@@ -279,6 +279,7 @@ def mutate_header(header: str, tests: list[str], *, budget: float, nice: int,
             ok, err = build_module(core, m)
             if not ok:
                 return err
+        restamp_others(core, modules)  # the header is in their stamp, not in their code
         return ""
 
     try:
