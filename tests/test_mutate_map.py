@@ -55,3 +55,15 @@ def test_the_map_covers_every_module_that_decides_correctness() -> None:
              "eager/deps.py"}
     unmapped = sorted(want - set(tool.TESTS))
     assert not unmapped, f"tools/mutate.py's TESTS map lacks {unmapped}"
+
+
+def test_every_equivalent_mutant_names_a_line_that_is_still_there() -> None:
+    """An entry whose line moved on would silently stop matching: say so instead."""
+    tool = _mutate()
+    stale = []
+    for module, _scope, line, _what in tool.load_equivalent():
+        path = PKG / module
+        lines = {ln.strip() for ln in path.read_text().splitlines()} if path.is_file() else set()
+        if line not in lines:
+            stale.append(f"{module}: {line}")
+    assert not stale, f"tools/equivalent_mutants.txt names lines no longer in the source: {stale}"

@@ -172,3 +172,27 @@ def test_a_timed_recorder_is_told_each_receive_and_send():
     assert rec.rings == []
     assert [(m.type_name, m.src, m.dst) for m in rec.received] == [("READY", 1, 2)]
     assert [(m.type_name, m.src, m.dst) for m in rec.sent] == [("READY", 2, 9), ("ACK", 2, 1)]
+
+
+def test_a_plugin_state_machine_returning_no_action_is_refused_naming_it():
+    """A kind registered from outside (``register_kind``) runs on the Python core; what its
+    state machine returns is checked, not passed on to the runtime."""
+    from actorflow.protocol.kind_record import Kind
+    from actorflow.protocol.kinds import KINDS, register_kind
+    from actorflow.protocol.state import ActorState
+
+    class Babbler(ActorState):
+        kind = "babbler_test_kind"
+
+        def handle(self, msg: Msg) -> list:
+            return ["hello"]
+
+    register_kind(Kind("babbler_test_kind", Babbler, lambda t, s: [], "a test-only kind"))
+    try:
+        task = make_task(3, "babbler_test_kind", produced=[(30, 1, [4])], consumed=[10])
+        core = make_unit_core([task], {10: 1}, "unit b", impl="python")
+        with pytest.raises(ProtocolError, match=r"unit b: a state machine returned 'hello', "
+                                                r"which is no action \(Msg, Act, Exit\)"):
+            core.push([ready(1, 3, 10, 0, 0, 0)])
+    finally:
+        KINDS._entries.pop("babbler_test_kind")
