@@ -163,7 +163,7 @@ cdef extern from "tracebuf.h" nogil:
         int64_t word, cmd, aux
     ctypedef struct af_chunk:
         int64_t *w
-        int64_t nw
+        int64_t nw, capw
         af_cmdref *cmds
         int32_t ncmds
     ctypedef struct af_trace:
@@ -178,12 +178,26 @@ cdef extern from "tracebuf.h" nogil:
         int32_t ncmds, capcmds
         af_chunk *sealed
         int32_t nsealed, capsealed
+        int64_t taken_words
+        int fd, werr
+        int64_t key[2]
+        char **names
+        int32_t nnames
+        af_chunk prev
     int af_trace_init(af_trace *t, int mode, int32_t flight_size, int64_t flush_words)
     void af_trace_free(af_trace *t)
     void af_flight(af_trace *t, const af_msg *m, int recv)
     int af_trace_msg(af_trace *t, int code, const af_msg *m)
     int af_trace_begin(af_trace *t, int64_t task, const af_act *x)
     int af_trace_end(af_trace *t, int64_t task, int64_t act_id, int64_t piece)
+    void af_trace_recycle(af_trace *t, af_chunk *c)
+
+cdef extern from "tracewrite.h" nogil:
+    ctypedef struct af_mp:
+        uint8_t *p
+        size_t n, cap
+    int af_trace_encode(const af_trace *t, const af_chunk *c, af_mp *head, af_mp *tail)
+    int af_trace_write(af_trace *t, pthread_mutex_t *mu, pthread_mutex_t *wmu, int all)
 
 cdef extern from "runplan.h" nogil:
     enum:

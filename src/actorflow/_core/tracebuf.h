@@ -7,12 +7,15 @@
  * which is what time.perf_counter_ns reads), with a command's name and argument on a side
  * list keyed by the event's word offset.  A buffer that reaches `flush_words` is sealed as a
  * chunk at once (the event that crossed the line is its last), so chunks are the size the
- * Python recorder writes; the loop hands sealed chunks to Python when it next can.
+ * Python recorder writes.  With a trace file attached (tracewrite.h) the loop writes sealed
+ * chunks itself; else it hands them to Python when it next can.  Chunk buffers are reused
+ * (a few spares): a fresh 600 KiB buffer per chunk cost more in page faults than the events.
  */
 #ifndef AF_TRACEBUF_H
 #define AF_TRACEBUF_H
 
 #include <time.h>
+#include <unistd.h>
 
 #include "actor.h"
 #include "buf.h"
@@ -26,10 +29,12 @@ typedef struct af_cmdref {
 
 typedef struct af_chunk {
     int64_t *w;
-    int64_t nw;
+    int64_t nw, capw;
     af_cmdref *cmds;
     int32_t ncmds;
 } af_chunk;
+
+enum { AF_TR_SPARE = 4 };
 
 typedef struct af_trace {
     int mode;
@@ -45,6 +50,18 @@ typedef struct af_trace {
     int32_t ncmds, capcmds;
     af_chunk *sealed; /* full chunks not yet taken */
     int32_t nsealed, capsealed;
+    int64_t basew;                 /* words of a fresh buffer */
+    int64_t *spare[AF_TR_SPARE];   /* buffers of basew words, for the next chunks */
+    int32_t nspare;
+    int64_t taken_words;           /* words handed out (taken or written) so far */
+    /* the trace file (tracewrite.h): fd < 0 = none, chunks go to Python */
+    int fd, werr;
+    int64_t key[2];                /* the unit: (machine, thrd) */
+    char **names;                  /* command code -> name */
+    int32_t nnames;
+    af_chunk prev;                 /* the chunk written last (for dumps' recent rows) */
+    uint8_t *scratch;              /* the encoding of a chunk's head and command list */
+    size_t scratch_cap;
 } af_trace;
 
 static inline int64_t af_now_ns(void) {
@@ -55,6 +72,7 @@ static inline int64_t af_now_ns(void) {
 
 static int af_trace_init(af_trace *t, int mode, int32_t flight_size, int64_t flush_words) {
     memset(t, 0, sizeof *t);
+    t->fd = -1;
     t->mode = mode;
     if (mode == AF_TR_FLIGHT) {
         t->fl_size = flight_size > 0 ? flight_size : 1;
@@ -64,7 +82,7 @@ static int af_trace_init(af_trace *t, int mode, int32_t flight_size, int64_t flu
     }
     if (mode == AF_TR_TIMED) {
         t->flush_words = flush_words;
-        t->capw = flush_words + 4096;
+        t->capw = t->basew = flush_words + 4096;
         t->w = (int64_t *)malloc((size_t)t->capw * sizeof(int64_t));
         return t->w ? 0 : -1;
     }
@@ -81,7 +99,30 @@ static void af_trace_free(af_trace *t) {
         free(t->sealed[i].cmds);
     }
     free(t->sealed);
+    for (int32_t i = 0; i < t->nspare; i++)
+        free(t->spare[i]);
+    free(t->prev.w);
+    free(t->prev.cmds);
+    if (t->names != NULL) {
+        for (int32_t i = 0; i < t->nnames; i++)
+            free(t->names[i]);
+        free(t->names);
+    }
+    free(t->scratch);
+    if (t->fd >= 0)
+        close(t->fd);
     memset(t, 0, sizeof *t);
+    t->fd = -1;
+}
+
+/* A chunk's buffers are done with: a spare for a later chunk, or freed. */
+static void af_trace_recycle(af_trace *t, af_chunk *c) {
+    if (c->w != NULL && c->capw == t->basew && t->nspare < AF_TR_SPARE)
+        t->spare[t->nspare++] = c->w;
+    else
+        free(c->w);
+    free(c->cmds);
+    memset(c, 0, sizeof *c);
 }
 
 /* Seal the current buffer as a chunk and start a new one. */
@@ -94,15 +135,18 @@ static int af_trace_seal(af_trace *t) {
         t->sealed = s;
         t->capsealed = cap;
     }
-    int64_t *w = (int64_t *)malloc((size_t)t->capw * sizeof(int64_t));
+    int64_t *w = t->nspare ? t->spare[--t->nspare]
+                           : (int64_t *)malloc((size_t)t->basew * sizeof(int64_t));
     if (w == NULL)
         return -1;
     af_chunk *c = &t->sealed[t->nsealed++];
     c->w = t->w;
     c->nw = t->nw;
+    c->capw = t->capw;
     c->cmds = t->cmds;
     c->ncmds = t->ncmds;
     t->w = w;
+    t->capw = t->basew;
     t->nw = 0;
     t->cmds = NULL;
     t->ncmds = t->capcmds = 0;
