@@ -226,3 +226,20 @@ cdef extern from "runplan.h" nogil:
     void af_router_set_rings(af_router *r, const int64_t *tasks, void **outlets, int32_t n,
                              int64_t timeout_ns)
     int af_router_drops(af_router *r, const af_msg *m)
+
+cdef extern from "rxcheck.h" nogil:
+    ctypedef struct af_rxdesc:
+        int64_t id, producer
+        int32_t register_num, nconsumers
+        int64_t *consumers
+    ctypedef struct af_rxplan:
+        int64_t *tasks
+        int32_t ntasks
+        af_rxdesc *descs
+        int32_t ndescs
+        int64_t *hosted
+        af_inbox **inbox
+        int32_t nhosted
+    void af_rxplan_free(af_rxplan *p)
+    const af_rxdesc *af_rx_check(const af_rxplan *p, const af_msg *m, int32_t nblobs,
+                                 af_inbox **to)

@@ -67,3 +67,9 @@ class RingLinks:
 
 def run_process(core: NativeUnitCore, shell: Any, router: NativeRouter, links: RingLinks,
                 ring_timeout_ns: int) -> None: ...
+
+class NativeReceiver:
+    taken: int
+    def __init__(self, tasks: Iterable[int], descs: Any, hosted: dict[int, Any],
+                 memory: Any) -> None: ...
+    def take(self, kind: int, body: Any, metas: Any, frames: Any) -> bool: ...

@@ -21,6 +21,7 @@ from libc.errno cimport EINTR, EPROTO, ETIMEDOUT
 from libc.stdint cimport uint32_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memset
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 
 from actorflow.errors import ProtocolError
 
@@ -506,4 +507,5 @@ cdef dict blocked(af_actor *a, str label):
 
 include "trace_io.pxi"
 include "loop.pxi"
+include "rx.pxi"
 include "ring_loop.pxi"
