@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from actorflow.actors import native_sockets
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.landing import land
+from actorflow.actors.native_sockets import NativeSender
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_wire import kind_name
@@ -67,8 +69,11 @@ class ThreadHosting:
         # router of its own, as a batch is one thread's (client commands use the shared one)
         view, node = self.node.view, self.node
         for u in self.runtime.units.values():
+            # a unit on the native loop sends through the compiled libzmq driver as well
+            native = NativeSender() if u.native and native_sockets.unavailable() is None else None
             u.remote = Router(view.machine_id, view.routing, node.outbox, self.runtime.memory,
-                              node.machine_addrs, coalesce=True, coalesce_nodes=True)
+                              node.machine_addrs, coalesce=True, coalesce_nodes=True,
+                              native=native)
         self.runtime.start()
         self._rx = native_receiver(self.runtime, view, self.runtime.memory)
 
