@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 
 import msgpack
 import pytest
 
 import actorflow as af
 from actorflow.actors.cores import available_cores
-from actorflow.actors.native_trace import NativeTrace
+from actorflow.actors.native_trace import NativeTrace, tsc_usable
 from actorflow.errors import TraceError
 from actorflow.protocol.messages import CMD_NAMES
 from actorflow.trace.merge import load_trace
@@ -46,10 +47,18 @@ def run_traced(tmp_path, plan, pieces, monkeypatch, buffer_size=32):
     return rec
 
 
-def test_native_units_write_the_maps_the_python_writer_writes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("tsc", ["1", "0"])
+def test_native_units_write_the_maps_the_python_writer_writes(tmp_path, monkeypatch, tsc):
+    monkeypatch.setenv("ACTORFLOW_TRACE_TSC", tsc)
+    tsc_usable.cache_clear()
+    t0 = time.perf_counter_ns()
     rec = run_traced(tmp_path, copy_chain(300), 300, monkeypatch)
+    t1 = time.perf_counter_ns()
+    tsc_usable.cache_clear()
     natives = [u for u in rec.units.values() if isinstance(u, NativeTrace)]
     assert natives, "no unit ran on the native loop"
+    # stamped with the TSC where it is the kernel's clock, else clock_gettime: the same ns
+    assert all(u.core.trace_tsc == (tsc == "1" and tsc_usable()) for u in natives)
     raw = (tmp_path / "machine-0.aftrace").read_bytes()
     objs = _unpack(raw)
     # the whole stream is canonical msgpack: packing what was read gives the same bytes
@@ -65,6 +74,7 @@ def test_native_units_write_the_maps_the_python_writer_writes(tmp_path, monkeypa
         times = [r[1] for c in chunks if tuple(c["unit"]) == key
                  for r in decode_chunk(c["packed"], c["cmds"])]
         assert times == sorted(times) and len(times) > 300
+        assert t0 <= times[0] and times[-1] <= t1  # perf_counter_ns's clock, this run
     trace = load_trace(tmp_path)
     starts = [e for e in trace.events if getattr(e, "cmd", "") == "start"]
     assert [(e.cmd, e.payload) for e in starts][:1] == [("start", 300)]
@@ -123,3 +133,31 @@ def test_python_units_and_native_units_share_one_file(tmp_path, monkeypatch):
     trace = load_trace(tmp_path)
     assert len(trace.events) > 40 * 10
     assert rec.units
+
+
+def test_a_dump_reads_the_events_not_yet_written_in_ns(tmp_path, monkeypatch):
+    """Rows for a flight dump come from the buffer being filled (TSC stamps turned into
+    ns on a copy) and the chunk written last."""
+    monkeypatch.setenv("ACTORFLOW_CORE", "native")
+    plan = copy_chain(50)
+    rec = Recorder(plan, trace_dir=tmp_path)  # 8192-event buffers: nothing sealed yet
+    t0 = time.perf_counter_ns()
+    with af.Session(plan, recorder=rec) as s:
+        s.run_to_end(pieces=50)
+        natives = [u for u in rec.units.values() if isinstance(u, NativeTrace)]
+        rows = {u.key: u.rows() for u in natives}
+        t1 = time.perf_counter_ns()
+        assert all(u.core.trace_pending() > 0 for u in natives)
+    rec.close()
+    for key, rs in rows.items():
+        times = [r[1] for r in rs]
+        assert len(times) > 50 and times == sorted(times) and t0 <= times[0] <= times[-1] <= t1
+    # the file holds the same events at the same times (interpolated between other anchors
+    # when the TSC stamps: within a microsecond)
+    chunks = [o for o in _unpack((tmp_path / "machine-0.aftrace").read_bytes()) if "packed" in o]
+    for key, rs in rows.items():
+        filed = [r for c in chunks if tuple(c["unit"]) == tuple(key)
+                 for r in decode_chunk(c["packed"], c["cmds"])]
+        assert [r[0] for r in filed] == [r[0] for r in rs]
+        assert [r[2:] for r in filed] == [r[2:] for r in rs]
+        assert max(abs(a[1] - b[1]) for a, b in zip(filed, rs)) < 1000

@@ -184,6 +184,7 @@ cdef extern from "tracebuf.h" nogil:
         char **names
         int32_t nnames
         af_chunk prev
+        int tsc
     int af_trace_init(af_trace *t, int mode, int32_t flight_size, int64_t flush_words)
     void af_trace_free(af_trace *t)
     void af_flight(af_trace *t, const af_msg *m, int recv)
@@ -191,6 +192,12 @@ cdef extern from "tracebuf.h" nogil:
     int af_trace_begin(af_trace *t, int64_t task, const af_act *x)
     int af_trace_end(af_trace *t, int64_t task, int64_t act_id, int64_t piece)
     void af_trace_recycle(af_trace *t, af_chunk *c)
+    ctypedef struct af_anchor:
+        int64_t tsc, ns
+    af_anchor af_anchor_now()
+    void af_stamps_to_ns(const af_trace *t, int64_t *w, int64_t nw, af_anchor end)
+    void af_trace_settle(af_trace *t)
+    int af_trace_use_tsc(af_trace *t)
 
 cdef extern from "tracewrite.h" nogil:
     ctypedef struct af_mp:

@@ -10,11 +10,14 @@ cdef list _chunk_cmds(const af_cmdref *c, int32_t n):
     return [[c[k].word, c[k].cmd, c[k].aux] for k in range(n)]
 
 
-cdef int _trace_init(NativeUnitCore self, int mode, int32_t size, int64_t words) except -1:
+cdef int _trace_init(NativeUnitCore self, int mode, int32_t size, int64_t words,
+                     bint tsc=False) except -1:
     with nogil:
         pthread_mutex_lock(&self.wmu)
     af_trace_free(&self.tr)
     rc = af_trace_init(&self.tr, mode, size, words)
+    if rc == 0 and tsc:
+        rc = af_trace_use_tsc(&self.tr)
     pthread_mutex_unlock(&self.wmu)
     if rc:
         raise MemoryError()
@@ -23,11 +26,19 @@ cdef int _trace_init(NativeUnitCore self, int mode, int32_t size, int64_t words)
 
 
 cdef tuple _peek(NativeUnitCore self, int64_t **w, int64_t *nw, af_cmdref **cmds,
-                 int32_t *ncmds):
-    """(bytes, commands) of a buffer of the trace, read under the core's mutex."""
+                 int32_t *ncmds, bint stamps):
+    """(bytes, commands) of a buffer of the trace, read under the core's mutex
+    (``stamps``: the buffer being filled, whose TSC stamps a copy turns into ns)."""
+    cdef bytearray copy
+    cdef int64_t *cw
     self._lock()
     try:
-        return _chunk_bytes(w[0], nw[0]), _chunk_cmds(cmds[0], ncmds[0])
+        if not (stamps and self.tr.tsc) or nw[0] == 0:
+            return _chunk_bytes(w[0], nw[0]), _chunk_cmds(cmds[0], ncmds[0])
+        copy = bytearray(_chunk_bytes(w[0], nw[0]))
+        cw = <int64_t *><char *>copy
+        af_stamps_to_ns(&self.tr, cw, nw[0], af_anchor_now())
+        return bytes(copy), _chunk_cmds(cmds[0], ncmds[0])
     finally:
         pthread_mutex_unlock(&self.mu)
 
@@ -101,6 +112,7 @@ cdef list _take_trace(NativeUnitCore self):
             af_trace_recycle(&self.tr, c)
         self.tr.nsealed = 0
         if self.tr.nw:
+            af_trace_settle(&self.tr)
             out.append((_chunk_bytes(self.tr.w, self.tr.nw),
                         _chunk_cmds(self.tr.cmds, self.tr.ncmds)))
         self.tr.taken_words += self.tr.nw

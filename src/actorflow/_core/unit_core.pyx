@@ -300,9 +300,10 @@ cdef class NativeUnitCore:
         """The native loop keeps the unit's last ``size`` messages (the flight recorder)."""
         _trace_init(self, AF_TR_FLIGHT, size, 0)
 
-    def trace_timed(self, long long flush_events):
-        """The native loop packs every event as int64 words (trace/packed.py)."""
-        _trace_init(self, AF_TR_TIMED, 0, flush_events * 10)
+    def trace_timed(self, long long flush_events, bint tsc=False):
+        """The native loop packs every event as int64 words (trace/packed.py); ``tsc``:
+        stamped with the invariant TSC, turned into CLOCK_MONOTONIC ns per chunk."""
+        _trace_init(self, AF_TR_TIMED, 0, flush_events * 10, tsc)
 
     def trace_to_file(self, int fd, long long machine, long long thrd, names):
         """Sealed chunks go to the trace file open at ``fd`` (O_APPEND; the core writes on a
@@ -329,6 +330,11 @@ cdef class NativeUnitCore:
             os.close(self.tr.fd)
             self.tr.fd = -1
         pthread_mutex_unlock(&self.wmu)
+
+    @property
+    def trace_tsc(self):
+        """Events are stamped with the TSC (turned into ns per chunk)."""
+        return bool(self.tr.tsc)
 
     @property
     def trace_error(self):
@@ -358,12 +364,12 @@ cdef class NativeUnitCore:
 
     def peek_trace(self):
         """The packed events not yet taken, without taking them (for dumps)."""
-        return _peek(self, &self.tr.w, &self.tr.nw, &self.tr.cmds, &self.tr.ncmds)
+        return _peek(self, &self.tr.w, &self.tr.nw, &self.tr.cmds, &self.tr.ncmds, True)
 
     def last_trace(self):
         """The chunk written to the trace file last (for dumps: the recent events)."""
         return _peek(self, &self.tr.prev.w, &self.tr.prev.nw, &self.tr.prev.cmds,
-                     &self.tr.prev.ncmds)
+                     &self.tr.prev.ncmds, False)
 
     @property
     def flight_count(self):

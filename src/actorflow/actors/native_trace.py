@@ -9,7 +9,9 @@ trace tool see what they saw before.
 
 from __future__ import annotations
 
+import functools
 import os
+import platform
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +66,7 @@ class NativeTrace:
         self._counted = 0  # bytes written by the core and counted in writer.words
         self._reported = False
         self._lock = threading.Lock()
-        core.trace_timed(buffer_size)
+        core.trace_timed(buffer_size, tsc=tsc_usable())
         core.trace_to_file(writer.fileno(), key[0], key[1], CMD_NAMES)
         writer.on_close(self._close)
 
@@ -96,6 +98,27 @@ class NativeTrace:
 
     def marker(self) -> Any:
         return self.core.trace_flushed + self.core.trace_pending()
+
+
+@functools.cache
+def tsc_usable() -> bool:
+    """Whether the native trace may stamp events with the TSC (``_core/tracebuf.h``): an
+    x86-64 CPU whose TSC ticks at a constant rate through sleep states and that the kernel
+    itself keeps time with (so every core's TSC agrees).  ``ACTORFLOW_TRACE_TSC=0``: never."""
+    if os.environ.get("ACTORFLOW_TRACE_TSC", "1") == "0" or platform.machine() != "x86_64":
+        return False
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            if f.read().strip() != "tsc":
+                return False
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return {"constant_tsc", "nonstop_tsc"} <= flags
+    except OSError:
+        pass
+    return False
 
 
 def _named(cmds: list[list[int]]) -> list[list]:
