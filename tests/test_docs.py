@@ -68,7 +68,8 @@ def _text_files() -> list[Path]:
     out = [ROOT / "README.md", ROOT / "pyproject.toml"]
     for top in _SCANNED:
         for f in sorted((ROOT / top).rglob("*")) if (ROOT / top).is_dir() else []:
-            if (f.is_file() and f.suffix in _SUFFIXES and not _SKIP_DIRS & set(f.parts)
+            inside = set(f.relative_to(ROOT).parts)  # not the checkout's own path
+            if (f.is_file() and f.suffix in _SUFFIXES and not _SKIP_DIRS & inside
                     and "egg-info" not in str(f) and f.stat().st_size < 2_000_000):
                 out.append(f)
     return out

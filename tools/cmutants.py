@@ -7,11 +7,13 @@ alone.  Each mutant is built by recompiling the Cython output that includes the 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 # (pattern, replacement, description); a pattern matches one operator occurrence
 OPERATORS: list[tuple[str, str, str]] = [
@@ -111,10 +113,39 @@ def including_modules(core: Path, header: str) -> list[str]:
 
 def build_module(core: Path, module: str) -> tuple[bool, str]:
     """Recompile ``_core/<module>.c`` into its extension in place (-O0: quick; behaviour is
-    the same).  ``(ok, compiler output)``."""
+    the same), stamped with the (mutated) sources as setup.py stamps it, so the loader
+    takes it.  ``(ok, compiler output)``."""
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     cmd = ["gcc", "-shared", "-fPIC", "-O0", "-std=gnu11", "-fno-strict-aliasing", "-w",
-           f"-I{sysconfig.get_paths()['include']}", f"-I{core}", str(core / f"{module}.c"),
+           f"-I{sysconfig.get_paths()['include']}", f"-I{core}",
+           *_stamps(core).compile_args(core, module), str(core / f"{module}.c"),
            "-o", str(core / f"{module}{suffix}"), "-lpthread"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     return p.returncode == 0, p.stderr[-2000:]
+
+
+def restamp_others(core: Path, built: list[str]) -> None:
+    """Give the extensions not in ``built`` the stamp of the (mutated) sources: every
+    header is in every module's stamp (``build_stamp.py``), but a module that does not
+    include the mutated header (``including_modules``) compiles to the same code, so it
+    is not rebuilt; without this the loader would refuse it as stale."""
+    stamps = _stamps(core)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    for so in core.glob(f"*{suffix}"):
+        module = so.name[:-len(suffix)]
+        if module in built or not (core / f"{module}.pyx").exists():
+            continue
+        have, want = stamps.read_stamp(so), stamps.source_stamp(core, module)
+        if have is not None and have != want:
+            data = so.read_bytes()
+            so.write_bytes(data.replace(stamps.MARKER + have.encode(),
+                                        stamps.MARKER + want.encode()))
+
+
+def _stamps(core: Path) -> ModuleType:
+    """``build_stamp.py`` of the sandbox's core, by path (imports nothing of actorflow)."""
+    spec = importlib.util.spec_from_file_location("_sandbox_build_stamp", core / "build_stamp.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

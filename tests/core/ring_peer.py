@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import struct
 import sys
 import time
@@ -37,6 +38,9 @@ def record(i: int) -> bytes:
 
 
 def main() -> int:
+    # a process started with SIGINT ignored (a background job of a non-interactive shell,
+    # as CI may run) inherits SIG_IGN: take Python's own handler back for the Ctrl-C roles
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     role, *args = sys.argv[1:]
     if role in ("echo", "pingpong"):
         seg_in = _rings.RingSegment.attach(args[0], record_bytes=RECORD)

@@ -211,7 +211,10 @@ def test_a_socket_refuses_to_work_in_a_forked_child(pair):
 
 
 _WAITER = textwrap.dedent("""
-    import json, sys
+    import json, signal, sys
+    # a process started with SIGINT ignored (a background job of a non-interactive shell,
+    # as CI may run) inherits SIG_IGN: take Python's own handler back
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from actorflow.transport import listen
     from actorflow.transport.registry import libzmq_file, local_address
     from actorflow._core import _zq

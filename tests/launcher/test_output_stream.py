@@ -7,12 +7,16 @@ it receives far more output bytes than it could hold.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 
 import numpy as np
 import pytest
 
-from tests.launcher.helpers import JOBS
+from tests.launcher.helpers import JOBS, cmdline, tagged_pids
+from tests.launcher.test_failures import _wait_for_line, _worker_pid
+from tests.launcher.test_frozen import _ppid
 
 JOB = JOBS / "stream_pieces.py"
 WIDTH = 2048  # float64: 16 KiB per piece
@@ -105,3 +109,47 @@ def test_a_million_pieces_stream_to_out_with_flat_memory(flowlaunch, tmp_path):
     np.testing.assert_array_equal(y[:, 0], np.arange(pieces))
     np.testing.assert_array_equal(y[:, 1:] - y[:, :1], np.broadcast_to(np.arange(1, width),
                                                                        (pieces, width - 1)))
+
+
+def _units_of(tag: str, worker: int) -> list[int]:
+    return [q for q in tagged_pids(tag)
+            if "actorflow.actors.process_unit" in cmdline(q) and _ppid(q) == worker]
+
+
+def _wait_gone(tag: str, worker: int, limit: float) -> None:
+    deadline = time.monotonic() + limit
+    while _units_of(tag, worker) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_a_units_last_batches_arrive_intact_after_its_node_was_paused(flowlaunch, tmp_path):
+    """A unit process's output batches and DONE leave as zero-copy frames that libzmq sends
+    after ``send`` returned.  Machine 1's node is paused (SIGSTOP) while its units finish
+    and exit; the batches they queued must still reach it whole once it resumes.  (Before
+    the fix the interpreter's exit freed them first: the batch arrived with malloc's
+    free-list pointers in its first row, or the unit's last messages never arrived.)"""
+    out = tmp_path / "y.npz"
+    tag, p = flowlaunch.start(
+        "sim", "--start-method", "exec", JOBS / "paused_sink.py", "--machines", "2",
+        "--unit", "process", "--out", out, "--json", "--heartbeat-timeout", "120",
+        env={"ACTORFLOW_FROZEN_AFTER": "120"})  # the pause is the test's, not a failure
+    _wait_for_line(p.stderr, "progress:", 60)
+    node0, node1 = _worker_pid(tag, 0), _worker_pid(tag, 1)
+    os.kill(node1, signal.SIGSTOP)
+    try:
+        assert _units_of(tag, node1), "machine 1's units were gone before the pause"
+        _wait_gone(tag, node0, 60)  # machine 0 is done: every piece landed on machine 1
+        assert not _units_of(tag, node0), "machine 0 did not finish while machine 1 paused"
+        # machine 1 then has a few pieces left to deliver; a unit whose queued frames are
+        # freed at exit is gone within this, one that waits for libzmq stays
+        _wait_gone(tag, node1, 2.0)
+    finally:
+        os.kill(node1, signal.SIGCONT)
+    stdout, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    pieces = 600
+    assert json.loads(stdout)["outputs"] == {"y": pieces}
+    with np.load(out) as got:
+        y = got["y"]
+    assert y.shape == (pieces, WIDTH) and y.dtype == np.float64
+    np.testing.assert_array_equal(y, np.arange(WIDTH) + np.arange(pieces)[:, None])

@@ -69,7 +69,7 @@ def test_stuck_kernel_is_named_with_its_machine_unit_and_op(flowlaunch, tmp_path
             f"[task {stuck.task_id} runs on machine {m}, unit m{m}-t{thrd}, op sleep]")
     d = tmp_path / "tr"  # with no --trace the dumps go to the launcher's dump directory
     r = flowlaunch.run("sim", job, "--machines", machines, "--unit", unit,
-                       *(["--trace", d] if trace else []), "--stall-timeout", "0.5",
+                       *(["--trace", d] if trace else []), "--stall-timeout", "2",
                        "--quiet", timeout=60, env={"ACTORFLOW_DUMP_DIR": str(tmp_path / "dumps")})
     assert r.returncode == 1, r.stderr
     head = _headline(r.stderr)

@@ -230,6 +230,58 @@ def test_the_lock_does_not_exit_while_the_back_edge_has_a_queued_return():
     assert norm(lock.handle(eord(7, 5, END, 2))) == [("EXIT", 5)]
 
 
+def _lock_of_one_regst():
+    return actor(5, "reentrant_lock", produced=[(OUT, 1, [6])], consumed=[START, END],
+                 producer_of={START: 4, END: 7}, start_desc=START, end_desc=END, conflicts={})
+
+
+def _admit_two_with_one_regst(lock):
+    """Ids 0 and 1 (section 0) sent, then START's EORD: id 0 admitted (its act done), id 1
+    waiting for the one output regst, which case still reads."""
+    (admit,) = acts_of(lock.handle(_id(4, 5, START, 0, 0, 0, 0)))
+    assert norm(lock.act_done(admit)) == [("READY", 5, 6, OUT, 0, 0, 0), ("ACK", 5, 4, START, 0, 0)]
+    assert lock.handle(_id(4, 5, START, 1, 1, 1, 0)) == []  # no free output regst
+    assert lock.handle(eord(4, 5, START, 2)) == []
+    assert lock.blocked_on()["waiting"] == [0]  # id 1's section; START's EORD adds none
+
+
+def test_a_return_before_case_s_ack_leaves_the_waiting_id_waiting_not_ended():
+    """Case's ACK and the id's return come over different pairs, in either order: with every
+    admitted id back but one still waiting, the lock must not end its output."""
+    lock = _lock_of_one_regst()
+    _admit_two_with_one_regst(lock)
+    (ret,) = acts_of(lock.handle(_id(7, 5, END, 0, 0, 0, 0)))
+    assert norm(lock.act_done(ret)) == [("ACK", 5, 7, END, 0, 0)]  # no EORD: id 1 waits
+    assert lock.status not in (ZOMBIE, EXITED) and lock.blocked_on()["waiting"] == [0]
+    out = lock.handle(ack(6, 5, OUT, 0))  # case done with the regst: id 1 is admitted
+    assert norm(out) == [("ACT", 5, 1, [(START, 1)], [(OUT, 0)])]
+
+
+def test_the_lock_s_eord_waits_for_the_last_return_act_to_finish():
+    lock = _lock()
+    (admit,) = acts_of(lock.handle(_id(4, 5, START, 0, 0, 0, 0)))
+    lock.act_done(admit)
+    assert lock.handle(eord(4, 5, START, 1)) == []
+    out = lock.handle(_id(7, 5, END, 0, 0, 0, 0))  # the last id comes back
+    assert norm(out) == [("ACT", 5, 0, [(END, 0)], [])]  # its return act: no EORD yet
+    assert norm(lock.act_done(acts_of(out)[0])) == [("ACK", 5, 7, END, 0, 0),
+                                                    ("EORD", 5, 6, OUT, -1, -1, 1)]
+    assert lock.status == ZOMBIE
+
+
+def test_the_lock_exits_only_when_case_gave_back_its_last_regst():
+    """The back edge's EORD may overtake case's last ACK (different pairs)."""
+    lock = _lock()
+    (admit,) = acts_of(lock.handle(_id(4, 5, START, 0, 0, 0, 0)))
+    lock.act_done(admit)
+    lock.handle(eord(4, 5, START, 1))
+    _drain(lock, lock.handle(_id(7, 5, END, 0, 0, 0, 0)))
+    assert lock.status == ZOMBIE
+    assert lock.handle(eord(7, 5, END, 1)) == []  # case still holds regst 0
+    assert lock.status == ZOMBIE
+    assert norm(lock.handle(ack(6, 5, OUT, 0))) == [("EXIT", 5)]
+
+
 def test_case_refuses_wrong_shapes_and_ids_past_its_sections():
     with pytest.raises(ProtocolError, match=r"\(case\): needs one consumed regst desc"):
         actor(6, "case", produced=[(20, 1, [8])], consumed=[OUT, 13],

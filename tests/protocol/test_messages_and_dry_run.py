@@ -12,6 +12,7 @@ from actorflow.protocol.messages import (
     CLIENT,
     CMD,
     CMD_CODES,
+    CMD_NAMES,
     EORD,
     NONE,
     READY,
@@ -48,6 +49,9 @@ def test_a_command_comes_from_the_client_with_its_code_and_argument():
     assert repr(Msg(EORD, 1, 2, 10, -1, -1, 4)) == "Msg(EORD 1->2 desc=10 slot=-1 piece=-1 seq=4)"
     assert repr(Msg(READY, 1, 2, 10, 0, 3, 1, aux=2)).endswith("seq=1 aux=2)")
     assert Msg(CMD, CLIENT, 4, cmd=99).cmd_name == "#99"
+    past = len(CMD_NAMES)  # the first code past the known ones, and one below them
+    assert Msg(CMD, CLIENT, 4, cmd=past).cmd_name == f"#{past}"
+    assert Msg(CMD, CLIENT, 4, cmd=-1).cmd_name == "#-1"
 
 
 @pytest.mark.parametrize("name, arg, problem", [

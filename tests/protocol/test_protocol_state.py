@@ -282,12 +282,13 @@ def test_messages_round_trip_as_plain_lists_through_msgpack():
         assert back == m and hash(back) == hash(m) and repr(back) == repr(m)
 
 
-@pytest.mark.parametrize("seq", [0, -1])
+@pytest.mark.parametrize("seq", [1, 0, -1, 7])
 def test_a_second_eord_on_a_desc_is_a_protocol_error(seq):
+    """Seq 1 is the next one in order: only the EORD already seen can refuse it."""
     a = normal(inputs=(10, 11), register_num=1)
     a.handle(eord(1, 2, 10, 0))
-    with pytest.raises(ProtocolError, match="EORD on regst desc 10 overtook a READY"):
-        a.handle(eord(1, 2, 10, seq))  # the same EORD again, or one counted backwards
+    with pytest.raises(ProtocolError, match=r"task 2: a second EORD on regst desc 10$"):
+        a.handle(eord(1, 2, 10, seq))  # the next seq, the same EORD again, or any other
 
 
 def test_blocked_on_lists_what_each_input_and_output_holds():

@@ -145,6 +145,9 @@ static int af_handle(af_actor *a, const af_msg *m, af_out *o, const char *label,
             return af_fail(e, "task %" PRId64 " (%s) got EORD for regst desc %" PRId64
                            ", which it does not consume", a->task_id, label, m->desc);
         c = &a->cons[i];
+        if (c->eord) /* its seq may well be the next one: only this says it is a repeat */
+            return af_fail(e, "task %" PRId64 ": a second EORD on regst desc %" PRId64,
+                           a->task_id, c->desc);
         if (m->seq != c->next_seq)
             return af_fail(e, "task %" PRId64 ": EORD on regst desc %" PRId64 " overtook a "
                            "READY (seq %" PRId64 ", expected %" PRId64 ")", a->task_id, c->desc,

@@ -107,6 +107,8 @@ class PieceClient:
                              f"'{self.plan.job.name}' has none: feed its inputs with "
                              "run(feeds) or run_many(feeds)")
         for t in sources:
+            if t.attrs.get("gated"):  # paced by the inputs (a job with both): no count
+                continue
             n = pieces if pieces is not None else t.attrs.get("piece_num",
                                                               self.plan.job.num_pieces)
             if n is None:
@@ -150,8 +152,11 @@ class PieceClient:
             self.runtime.command(t.task_id, "close")
 
     def stop_sources(self) -> None:
+        """Sources end after the pieces they made; a gated one ends with its inputs (it may
+        have exited already: a command would find no actor)."""
         for t in self.plan.tasks_by_type("source"):
-            self.runtime.command(t.task_id, "stop")
+            if not t.attrs.get("gated"):
+                self.runtime.command(t.task_id, "stop")
 
     # -- internals ---------------------------------------------------------------------
     @contextlib.contextmanager

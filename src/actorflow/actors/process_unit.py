@@ -45,8 +45,12 @@ from actorflow.trace.recorder import Recorder
 from actorflow.transport.auth import ClusterKey, use_key
 from actorflow.transport.comm import Message, listen
 from actorflow.transport.outbox import Outbox
+from actorflow.transport.registry import shutdown as shutdown_transport
 
 CONFIG_VERSION = 1
+# ms the last reports (output batches, DONE) may take to leave once the unit is done: they
+# are zero-copy frames, read by libzmq's I/O thread after ``send`` returned
+FLUSH_LINGER_MS = 30_000
 _DROPPED = uw.DROPPED  # _recv: a message the transport rejected and this unit dropped
 Stopped = uw.Stopped  # the node told this unit to stop
 
@@ -257,7 +261,7 @@ class ProcessUnit:
         self.recorder.close()
         self.rt.close_streams()
         self.inbox.close()
-        self.outbox.close(linger_ms=5000 if flush else 0)
+        self.outbox.close(linger_ms=FLUSH_LINGER_MS if flush else 0)
         self.alloc.close()
 
 
@@ -355,6 +359,21 @@ def _die_with_parent() -> None:
 
 
 def main() -> int:
+    """Run one unit; before the interpreter exits, wait until libzmq has sent what is queued.
+
+    The output batches go to the node as zero-copy frames: pyzmq keeps each batch array
+    alive only in its garbage collector's table, which its ``atexit`` hook clears.  Left to
+    the interpreter's exit, a batch still queued (a busy or paused node) was freed while
+    libzmq's I/O thread still read it: the node got malloc's free-list pointers in place of
+    the first row's bytes, or the batch and DONE never left.  Terminating the contexts
+    first waits (up to each socket's linger) until libzmq let go of every frame."""
+    try:
+        return _run()
+    finally:
+        shutdown_transport(FLUSH_LINGER_MS)
+
+
+def _run() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # trace dumps are the worker's business
     _die_with_parent()

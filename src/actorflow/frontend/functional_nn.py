@@ -64,6 +64,13 @@ clamp = define("clamp", [("Tensor (Tensor x, Scalar? min=None, Scalar? max=None)
 fill_like = define("fill_like", [("Tensor (Tensor x, Scalar value)",
                                   _attr_unary("fill_like", "value"))],
                    "a tensor like x with every element value")
+_E_FILL_LIKE = E("fill_like", ("in",))
+zeros_like = define("zeros_like", [("Tensor (Tensor x)",
+                                    lambda x: _E_FILL_LIKE({"in": x}, {"value": 0}))],
+                    "zeros of x's shape, dtype and device (OneFlow's ``zeros_like``)")
+ones_like = define("ones_like", [("Tensor (Tensor x)",
+                                  lambda x: _E_FILL_LIKE({"in": x}, {"value": 1}))],
+                   "ones of x's shape, dtype and device (OneFlow's ``ones_like``)")
 _E_RELU_GRAD, _E_GELU_GRAD = E("relu_grad", ("dy", "y")), E("gelu_grad", ("dy", "x"))
 relu_grad = define("relu_grad", [("Tensor (Tensor dy, Tensor y)",
                                   lambda dy, y: _E_RELU_GRAD({"dy": dy, "y": y}))])
@@ -469,6 +476,7 @@ __all__ = [*_BASE, "abs", "amax", "amin", "argmax", "argmin", "broadcast_to", "c
            "getitem", "gt", "index_select0", "layer_norm", "layer_norm_grad", "le",
            "learning_rate", "log",
            "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "lt",
-           "manual_seed", "masked_fill", "max", "min", "narrow", "ne", "one_hot", "relu_grad",
-           "rsqrt", "sigmoid", "sign", "silu", "softplus", "split", "sqrt", "squeeze", "stack",
-           "strided_slice_grad", "unsqueeze", "where"]
+           "manual_seed", "masked_fill", "max", "min", "narrow", "ne", "one_hot", "ones_like",
+           "relu_grad", "rsqrt", "sigmoid", "sign", "silu", "softplus", "split", "sqrt",
+           "squeeze", "stack",
+           "strided_slice_grad", "unsqueeze", "where", "zeros_like"]

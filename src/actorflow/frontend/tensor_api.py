@@ -139,6 +139,13 @@ class OneFlowTensorAPI(metaclass=TensorMeta):
         return F.permute(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int)
                          else list(dims))
 
+    def expand(self, *sizes: Any) -> Any:
+        """Broadcast to ``sizes`` (``x.expand(2, 3)`` or ``x.expand([2, 3])``; -1 keeps an axis)."""
+        from actorflow.frontend import functional_nn as F
+
+        return F.expand(self, sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int)
+                        else list(sizes))
+
     def view(self, *shape: Any) -> Any:
         """``reshape`` (tensors are immutable, so a view and a copy cannot be told apart)."""
         return self.reshape(*shape)  # type: ignore[attr-defined]

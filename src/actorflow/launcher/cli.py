@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from actorflow.errors import ActorflowError
 
 SUBCOMMANDS = ["sim", "run", "worker", "plan", "trace", "key"]
+RUNS_ACTORS = {"sim", "run", "worker"}  # commands whose processes choose an actor core
 
 EPILOG = """\
 examples:
@@ -45,12 +47,14 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     if cmd_spmd.wants(argv):
-        return cmd_spmd.main(argv)
+        return _check_core() or cmd_spmd.main(argv)
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if args.command in RUNS_ACTORS and _check_core():
+        return 1
     try:
         return int(args.func(args) or 0)
     except ActorflowError as e:
@@ -59,6 +63,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("flowlaunch: interrupted", file=sys.stderr)
         return 130
+
+
+def _check_core() -> int:
+    """With ``ACTORFLOW_CORE`` set, refuse up front a core that cannot run (``native`` when
+    the compiled core is not built or stale; an unknown name): 1 after saying why, else 0.
+    Unset, the workers fall back to Python with a warning banner, as the package does."""
+    if not os.environ.get("ACTORFLOW_CORE", "").strip():
+        return 0
+    try:
+        from actorflow import _core
+
+        _core.core_name()
+    except ActorflowError as e:
+        print(f"flowlaunch: error: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -250,6 +250,7 @@ class PlanBuilder:
         self._outputs.append(name)
 
     def build(self, validate: bool = True) -> Plan:
+        self._gate_sources()
         plan = Plan(
             tasks=list(self.tasks.values()),
             machines=MachineInfo(self.machines, self.devices_per_machine),
@@ -258,3 +259,29 @@ class PlanBuilder:
         if validate:
             plan.validate()
         return plan
+
+    def _gate_sources(self) -> None:
+        """Sources beside inputs make one piece per fed piece (the compiler's rule, in
+        ``compiler/emit.py``): each is ``gated`` and consumes a control regst from a tick
+        task reading an input (its own machine's, if it has one), so ``Session.run`` drives
+        them and closing the inputs ends them."""
+        inputs = [t for t in self.tasks.values() if t.task_type == "input"]
+        if not inputs:
+            return
+        local: dict[int, Task] = {}
+        for t in inputs:
+            local.setdefault(t.machine_id, t)
+        ticks: dict[int, Port] = {}  # input task id -> its tick's control regst
+        for src in [t for t in self.tasks.values() if t.task_type == "source"]:
+            if src.attrs.get("gated"):
+                continue  # built before
+            clock = local.get(src.machine_id, inputs[0])
+            if clock.task_id not in ticks:
+                data = next(iter(clock.produced.values()))
+                tick = self._task("tick", clock.machine_id, None, f"{clock.label}/tick")
+                self._consume(tick, Port(clock.task_id, data.regst_desc_id, "out",
+                                         data.blobs["out"]), "in")
+                ctrl = self._produce(tick, {}, data.register_num, is_ctrl=True)
+                ticks[clock.task_id] = Port(tick.task_id, ctrl.regst_desc_id, "", BlobDesc((), ""))
+            src.attrs["gated"] = True
+            self._consume(src, ticks[clock.task_id], "tick")

@@ -20,6 +20,7 @@ def wire_comm_net(task: Task, src: RegstDesc, out_desc_id: int) -> RegstDesc:
     desc ``out_desc_id``; returns the copy."""
     task.consumed["in"] = [src.regst_desc_id]
     src.consumer_task_ids.append(task.task_id)
-    out = RegstDesc(out_desc_id, task.task_id, [], src.register_num, dict(src.blobs))
+    out = RegstDesc(out_desc_id, task.task_id, [], src.register_num, dict(src.blobs),
+                    is_ctrl=src.is_ctrl)  # a control regst's copy paces like it
     task.produced["out"] = out
     return out

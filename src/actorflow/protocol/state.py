@@ -123,6 +123,9 @@ class ActorState:
             if c is None:
                 raise ProtocolError(f"task {self.task_id} ({self.label}) got EORD for regst desc "
                                     f"{msg.regst_desc_id}, which it does not consume")
+            if c.eord:  # its seq may well be the next one: only this says it is a repeat
+                raise ProtocolError(f"task {self.task_id}: a second EORD on regst desc "
+                                    f"{c.desc_id}")
             if msg.seq != c.next_seq:
                 raise ProtocolError(
                     f"task {self.task_id}: EORD on regst desc {c.desc_id} overtook a READY "

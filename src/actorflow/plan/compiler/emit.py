@@ -215,6 +215,7 @@ class Emitter:
         for c in clocks:
             local.setdefault(c.machine_id, c)
         paced = [(t, local.get(t.machine_id, clocks[0] if clocks else t)) for t in idle]
+        paced += self._gate_sources_on_inputs()
         remote: dict[int, set[int]] = {}
         for t, clock in paced:
             if clock.machine_id != t.machine_id:
@@ -231,6 +232,44 @@ class Emitter:
             t.consumed["tick"] = [desc.regst_desc_id]
             desc.consumer_task_ids.append(t.task_id)
 
+
+    def _gate_sources_on_inputs(self) -> list[tuple[Task, Task]]:
+        """A job with inputs and sources: each source makes one piece per fed piece.
+
+        Inputs act when the client feeds them, sources when they are started with a piece
+        count; ``Session.run`` only feeds, so a source beside an input never made a piece
+        and the run waited out its timeout.  Here each source is ``gated`` and paced by a
+        tick task reading an input's regst (this machine's input if it has one; the tick
+        sends only a control regst across machines): it acts once per fed piece, numbered
+        like it, and ends when the inputs are closed (both cores' generator rule).  The
+        returned pairs are ``(source, tick)`` for ``_add_ticks`` to wire.
+        """
+        inputs = [t for t in self.tasks if t.task_type == "input"]
+        sources = [t for t in self.tasks if t.task_type == "source"]
+        if not inputs or not sources:
+            return []
+        local: dict[int, Task] = {}
+        for t in inputs:
+            local.setdefault(t.machine_id, t)
+        ticks: dict[int, Task] = {}  # input task id -> the tick reading it
+        paced = []
+        for src in sources:
+            clock = local.get(src.machine_id, inputs[0])
+            tick = ticks.get(clock.task_id)
+            if tick is None:
+                data = next(iter(clock.produced.values()))
+                tick = ticks[clock.task_id] = Task(
+                    len(self.tasks), "tick", clock.machine_id,
+                    self._thrd(clock.machine_id, "input", 0), name=f"{clock.label}/tick",
+                    parallel_ctx=clock.parallel_ctx)
+                self.tasks.append(tick)
+                self.mem[tick.task_id] = "host"
+                tick.consumed["in"] = [data.regst_desc_id]
+                data.consumer_task_ids.append(tick.task_id)
+                self._desc(tick, {}, data.register_num, "out").is_ctrl = True
+            src.attrs["gated"] = True
+            paced.append((src, tick))
+        return paced
 
 def build_plan(tasks: list[Task], name: str, machines: int, dpm: int, num_pieces: int | None,
                inputs: list[str], outputs: list[str], variables: list[str],
