@@ -73,7 +73,9 @@ def test_native_units_write_the_maps_the_python_writer_writes(tmp_path, monkeypa
     for key in keys:
         times = [r[1] for c in chunks if tuple(c["unit"]) == key
                  for r in decode_chunk(c["packed"], c["cmds"])]
-        assert times == sorted(times) and len(times) > 300
+        # strictly: the export nests a received message's slice in an act that ends at
+        # the same time (two TSC stamps a few ticks apart once gave one time)
+        assert all(a < b for a, b in zip(times, times[1:])) and len(times) > 300
         assert t0 <= times[0] and times[-1] <= t1  # perf_counter_ns's clock, this run
     trace = load_trace(tmp_path)
     starts = [e for e in trace.events if getattr(e, "cmd", "") == "start"]
@@ -149,7 +151,7 @@ def test_a_dump_reads_the_events_not_yet_written_in_ns(tmp_path, monkeypatch):
         t1 = time.perf_counter_ns()
         assert all(u.core.trace_pending() > 0 for u in natives)
     rec.close()
-    for key, rs in rows.items():
+    for rs in rows.values():
         times = [r[1] for r in rs]
         assert len(times) > 50 and times == sorted(times) and t0 <= times[0] <= times[-1] <= t1
     # the file holds the same events at the same times (interpolated between other anchors

@@ -15,7 +15,7 @@
  * event is stamped with rdtsc (~8 ns, against ~20 ns for clock_gettime on this VM, ~10 a
  * piece), and an anchor (TSC, CLOCK_MONOTONIC ns) is read whenever a stamp is more than
  * AF_ANCHOR_TICKS past the last one and when a chunk is sealed; sealing turns every stamp
- * into ns by interpolating between the anchors around it (never going back), so chunks,
+ * into ns by interpolating between the anchors around it (strictly increasing), so chunks,
  * dumps and files hold the same CLOCK_MONOTONIC ns as before.
  */
 #ifndef AF_TRACEBUF_H
@@ -154,8 +154,8 @@ static void af_stamps_to_ns(const af_trace *t, int64_t *w, int64_t nw, af_anchor
         int64_t ns = a.ns;
         if (b.tsc > a.tsc)
             ns += (int64_t)((double)(c - a.tsc) * ((double)(b.ns - a.ns) / (double)(b.tsc - a.tsc)));
-        if (ns < last) /* TSCs of two cores a few ticks apart: time never goes back */
-            ns = last;
+        if (ns <= last) /* TSCs of two cores a few ticks apart: time never goes back, and */
+            ns = last + 1; /* two events never share a time (clock_gettime never gave one) */
         w[i + 1] = last = ns;
         i += len;
     }
