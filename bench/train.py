@@ -72,7 +72,7 @@ def eager_steps(model: str, steps: int) -> tuple[float, float]:
 
     def step(x: np.ndarray, y: np.ndarray) -> float:
         loss = loss_of(af.tensor(x), af.tensor(y))
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         return float(loss)
@@ -125,7 +125,7 @@ def torch_steps(model: str, steps: int) -> float | None:
         out = net(torch.tensor(x))
         loss = torch.nn.functional.cross_entropy(out.reshape(-1, vocab),
                                                  torch.tensor(y).reshape(-1))
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         return float(loss.detach())

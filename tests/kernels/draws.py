@@ -454,7 +454,8 @@ def learning_rate(draw: Any) -> Example:
     if draw(st.booleans()):
         spec = {"kind": "warmup", "warmup_factor": draw(st.floats(0, 1)),
                 "warmup_iters": draw(st.integers(1, 6)),
-                "method": draw(st.sampled_from(["linear", "constant"])), "after": spec}
+                "method": draw(st.sampled_from(["linear", "constant"])),
+                "prefix": draw(st.booleans()), "after": spec}
     step = np.asarray([draw(st.integers(0, 40))], draw(dtypes(("int32", "int64"))))
     return Example({"step": step}, {"spec": spec})
 

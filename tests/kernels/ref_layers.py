@@ -396,14 +396,15 @@ def lr_reference(t: int, spec: dict) -> float:
     if kind == "cosine":
         lo = spec.get("eta_min", 0.0)
         return lo + 0.5 * (spec["base_lr"] - lo) * (1 + math.cos(t * math.pi / spec["T_max"]))
-    if kind == "warmup":
-        w = spec["warmup_iters"]
+    if kind == "warmup":  # OneFlow 0.9's WarmupLR: LinearLR/ConstantLR, then the schedule
+        w, after, prefix = spec["warmup_iters"], spec["after"], spec.get("prefix", False)
         if t >= w:
-            return lr_reference(t - w, spec["after"])
-        alpha = t / w
-        f = spec["warmup_factor"]
-        factor = f * (1 - alpha) + alpha if spec.get("method", "linear") == "linear" else f
-        return lr_reference(0, spec["after"]) * factor
+            return lr_reference(t - w if prefix else t, after)
+        base, start = after["base_lr"], spec["warmup_factor"]
+        if spec.get("method", "linear") != "linear":
+            return base * start
+        end = base if prefix or after["kind"] == "constant" else lr_reference(w, after)
+        return base * start + (end - base * start) * t / w  # end_factor = end / base
     raise KeyError(kind)
 
 

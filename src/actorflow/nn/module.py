@@ -155,7 +155,9 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
-    def zero_grad(self, set_to_none: bool = True) -> None:
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        """Zero the parameters' gradients (``set_to_none=True``: forget them); OneFlow's
+        default keeps zero tensors."""
         for p in self.parameters():
             if p.grad is not None:
                 if set_to_none:
@@ -165,12 +167,16 @@ class Module:
                         p.grad.zero_()
 
     def state_dict(self) -> OrderedDict[str, Any]:
-        """Name -> a detached copy of every parameter and buffer (names as variables)."""
+        """Name -> a detached copy of every parameter and buffer (names as variables), in
+        OneFlow's order: each module's parameters, then its buffers, then its children's."""
         out: OrderedDict[str, Any] = OrderedDict()
-        for name, p in self.named_parameters():
-            out[name] = p.detach()
-        for name, b in self.named_buffers():
-            out[name] = b
+        for mp, m in self.named_modules():
+            for name, p in m._parameters.items():
+                if p is not None:
+                    out[f"{mp}.{name}" if mp else name] = p.detach()
+            for name, b in m._buffers.items():
+                if b is not None:
+                    out[f"{mp}.{name}" if mp else name] = b
         return out
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> Any:

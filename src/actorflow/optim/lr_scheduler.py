@@ -13,7 +13,10 @@ from actorflow.optim.optimizer import Optimizer
 
 
 class LRScheduler:
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1,
+                 last_step: int | None = None) -> None:
+        if last_step is not None:  # OneFlow's name of PyTorch's last_epoch
+            last_epoch = last_step
         if not isinstance(optimizer, Optimizer):
             raise UsageError(f"{type(self).__name__} needs an Optimizer, not "
                              f"{type(optimizer).__name__}")
@@ -46,9 +49,10 @@ class LRScheduler:
 
 class StepLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
-                 last_epoch: int = -1) -> None:
+                 last_epoch: int = -1,
+                 last_step: int | None = None) -> None:
         self.step_size, self.gamma = int(step_size), float(gamma)
-        super().__init__(optimizer, last_epoch)
+        super().__init__(optimizer, last_epoch, last_step)
 
     def spec(self, base_lr: float) -> dict[str, Any]:
         return {"kind": "step", "base_lr": base_lr, "step_size": self.step_size,
@@ -57,9 +61,10 @@ class StepLR(LRScheduler):
 
 class CosineAnnealingLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
-                 last_epoch: int = -1) -> None:
+                 last_epoch: int = -1,
+                 last_step: int | None = None) -> None:
         self.T_max, self.eta_min = int(T_max), float(eta_min)
-        super().__init__(optimizer, last_epoch)
+        super().__init__(optimizer, last_epoch, last_step)
 
     def spec(self, base_lr: float) -> dict[str, Any]:
         return {"kind": "cosine", "base_lr": base_lr, "T_max": self.T_max,
@@ -67,13 +72,16 @@ class CosineAnnealingLR(LRScheduler):
 
 
 class WarmupLR(LRScheduler):
-    """OneFlow's warm-up: ``warmup_iters`` steps whose rate rises from ``warmup_factor``
-    times the scheduler's first rate ('linear'; 'constant' keeps that factor), then the
-    wrapped scheduler (or a constant rate when given an optimizer)."""
+    """OneFlow's warm-up: for ``warmup_iters`` steps the rate goes linearly from
+    ``warmup_factor * lr`` to the rate the wrapped scheduler has at ``warmup_iters``
+    ('linear'; 'constant' keeps ``warmup_factor * lr``), then the wrapped scheduler (or
+    ``lr`` when given an optimizer) continues at the same step (``warmup_prefix=True``:
+    it starts after the warm-up, from its step 0, and the line ends at ``lr``)."""
 
     def __init__(self, scheduler_or_optimizer: LRScheduler | Optimizer,
-                 warmup_factor: float = 0.1, warmup_iters: int = 5,
-                 warmup_method: str = "linear", last_epoch: int = -1) -> None:
+                 warmup_factor: float = 1.0 / 3, warmup_iters: int = 5,
+                 warmup_method: str = "linear", warmup_prefix: bool = False,
+                 last_epoch: int = -1, last_step: int | None = None) -> None:
         if warmup_method not in ("linear", "constant"):
             raise UsageError(f"warmup_method must be 'linear' or 'constant', not "
                              f"{warmup_method!r}")
@@ -81,16 +89,16 @@ class WarmupLR(LRScheduler):
                                                           LRScheduler) else None
         opt = self.inner.optimizer if self.inner else scheduler_or_optimizer
         self.warmup_factor, self.warmup_iters = float(warmup_factor), int(warmup_iters)
-        self.warmup_method = warmup_method
+        self.warmup_method, self.warmup_prefix = warmup_method, bool(warmup_prefix)
         assert isinstance(opt, Optimizer)
-        super().__init__(opt, last_epoch)
+        super().__init__(opt, last_epoch, last_step)
 
     def spec(self, base_lr: float) -> dict[str, Any]:
         after = self.inner.spec(base_lr) if self.inner else {"kind": "constant",
                                                              "base_lr": base_lr}
         return {"kind": "warmup", "warmup_factor": self.warmup_factor,
                 "warmup_iters": self.warmup_iters, "method": self.warmup_method,
-                "after": after}
+                "prefix": self.warmup_prefix, "after": after}
 
 
 __all__ = ["CosineAnnealingLR", "LRScheduler", "StepLR", "WarmupLR"]

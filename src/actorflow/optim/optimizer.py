@@ -117,8 +117,9 @@ class Optimizer:
                                  f"optimization parameter {k}")
         self.param_groups.append(full)
 
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        """Forget the gradients (eager mode; a job's gradients exist per piece only)."""
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        """Zero the gradients, or forget them with ``set_to_none=True`` (OneFlow's default
+        keeps zero tensors); eager mode only: a job's gradients exist per piece."""
         if tracing() is not None:
             return
         for g in self.param_groups:

@@ -7,10 +7,11 @@ its kernel on the step counter variable, so both modes follow one formula.
 - ``{"kind": "constant", "base_lr"}``
 - ``{"kind": "step", "base_lr", "step_size", "gamma"}``: ``base_lr * gamma ** (t // step_size)``
 - ``{"kind": "cosine", "base_lr", "T_max", "eta_min"}``: PyTorch's CosineAnnealingLR closed form
-- ``{"kind": "warmup", "warmup_factor", "warmup_iters", "method", "after": spec}``: OneFlow's
-  WarmupLR: for ``t < warmup_iters`` the ``after`` schedule's first rate times a factor
-  rising linearly from ``warmup_factor`` to 1 (``method="constant"``: ``warmup_factor``);
-  then ``after`` at ``t - warmup_iters``.
+- ``{"kind": "warmup", "warmup_factor", "warmup_iters", "method", "prefix", "after": spec}``:
+  OneFlow 0.9's WarmupLR: for ``t < warmup_iters`` a line from ``warmup_factor * base_lr``
+  to the rate ``after`` reaches at ``warmup_iters`` (to ``base_lr`` itself when ``after`` is
+  constant or with ``prefix``; ``method="constant"``: ``warmup_factor * base_lr``
+  throughout); then ``after`` at ``t`` (``prefix``: at ``t - warmup_iters``).
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ def lr_at(t: int, spec: dict[str, Any]) -> float:
         lo, hi, n = float(spec.get("eta_min", 0.0)), float(spec["base_lr"]), int(spec["T_max"])
         return lo + (hi - lo) * (1.0 + math.cos(math.pi * t / n)) / 2.0
     if kind == "warmup":
-        w = int(spec["warmup_iters"])
+        w, after, prefix = int(spec["warmup_iters"]), spec["after"], bool(spec.get("prefix"))
         if t >= w:
-            return lr_at(t - w, spec["after"])
-        f = float(spec["warmup_factor"])
-        if spec.get("method", "linear") == "linear":
-            f = f + (1.0 - f) * t / w
-        return lr_at(0, spec["after"]) * f
+            return lr_at(t - w if prefix else t, after)
+        base, f = float(after["base_lr"]), float(spec["warmup_factor"])
+        if spec.get("method", "linear") != "linear":
+            return base * f
+        end = base if prefix or after.get("kind") == "constant" else lr_at(w, after)
+        return base * f + (end - base * f) * t / w
     raise OpError(f"unknown learning-rate schedule kind {kind!r} (constant, step, cosine, "
                   "warmup)")
 
