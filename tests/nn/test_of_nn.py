@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import actorflow as flow
+from actorflow.errors import UsageError
 from tests.oneflow import oracle_cases
 
 # --- cases (run by oracle/record_cases.py with flow = oneflow) ---
@@ -400,12 +401,18 @@ def case_module_double_float():
 
 ORACLE = oracle_cases.load(__file__)
 DIFFERS: dict[str, tuple[type[BaseException], str]] = {}
+# Where OneFlow raises: actorflow's error (and OneFlow's built-in type, checked too).
+ERRORS: dict[str, tuple[type[BaseException], str]] = {
+    "load_state_dict_missing_key": (UsageError, r"for Linear: missing keys \['bias'\]"),
+    "load_state_dict_unexpected_key": (UsageError, r"unexpected keys \['extra'\]"),
+    "load_state_dict_wrong_shape": (UsageError, r"'weight' has shape \(2, 3\).*\(4, 3\)"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(ORACLE))
 def test_same_as_oneflow(name):
     oracle_cases.check(name, globals()["case_" + name], ORACLE[name],
-                       rtol=1e-5, atol=1e-6, differs=DIFFERS)
+                       rtol=1e-5, atol=1e-6, differs=DIFFERS, errors=ERRORS)
 
 
 def test_every_case_is_recorded():
