@@ -92,3 +92,18 @@ def test_a_built_plan_paces_its_source_by_its_input(core, monkeypatch):
         ys = list(s.run_many({"x": np.full(4, p, np.float32)} for p in range(5)))
     for p, y in enumerate(ys):
         np.testing.assert_array_equal(y, p + np.arange(4, dtype=np.float32) + 10 * p)
+
+
+def test_run_to_end_on_a_plan_with_inputs_says_to_feed_them():
+    """``run_to_end`` would close the inputs before any piece, and the sources they pace
+    would make none: it is refused, naming the inputs and what to call, and the session
+    runs pieces as before."""
+    plan = _job()
+    with af.Session(plan, timeout=20) as s:
+        with pytest.raises(af.errors.UsageError,
+                           match=r"run_to_end: plan 'fed_and_drawn' has inputs \['x'\], "
+                                 r"which pace its sources .* call run\(feeds\) or "
+                                 r"run_many\(feeds\)"):
+            s.run_to_end()
+        y = s.run({"x": _feed(0)})
+    np.testing.assert_allclose(y, _expected(_feed(0), 0), rtol=1e-6, atol=1e-6)

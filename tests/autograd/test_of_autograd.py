@@ -405,6 +405,63 @@ def case_int_requires_grad():
     return {"rg": x.requires_grad}
 
 
+def case_clone():
+    x = _leaf(A)
+    c = x.clone()
+    (c * c * flow.tensor(C)).sum().backward()
+    return {"c": c, "leaf": c.is_leaf, "rg": c.requires_grad, "grad": x.grad}
+
+
+def case_hook_on_leaf():
+    x = _leaf(A)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.numpy().tolist()))
+    x.register_hook(lambda g: g * 10)
+    (x * flow.tensor(C)).sum().backward()
+    return {"seen": flow.tensor(seen[0]), "grad": x.grad}
+
+
+def case_hook_on_intermediate():
+    x = _leaf(A)
+    y = x * x
+    y.register_hook(lambda g: g + 1.0)
+    (y * flow.tensor(C)).sum().backward()
+    return {"grad": x.grad}
+
+
+def case_hook_on_no_grad_tensor():
+    x = flow.tensor(A)
+    x.register_hook(lambda g: g)
+    return {}
+
+
+def case_grad_mode_functions():
+    x = _leaf(A)
+    out = {"default": flow.is_grad_enabled()}
+    with flow.no_grad():
+        out["in_no_grad"] = flow.is_grad_enabled()
+        with flow.enable_grad():
+            out["enable_inside"] = flow.is_grad_enabled()
+            out["y_rg"] = (x * 2).requires_grad
+        out["back"] = flow.is_grad_enabled()
+    with flow.set_grad_enabled(False):
+        out["set_false"] = flow.is_grad_enabled()
+        out["z_rg"] = (x * 2).requires_grad
+    out["after"] = flow.is_grad_enabled()
+    return out
+
+
+def case_no_grad_decorator():
+    x = _leaf(A)
+
+    @flow.no_grad()
+    def double(t):
+        return t * 2
+
+    y = double(x)
+    return {"y_rg": y.requires_grad, "enabled_after": flow.is_grad_enabled(), "y": y}
+
+
 def case_create_graph():
     x = _leaf(A)
     y = x * x * x
@@ -421,10 +478,20 @@ DIFFERS: dict[str, tuple[type[BaseException], str]] = {
 }
 
 
+# Where OneFlow raises: actorflow's error (and OneFlow's built-in type, checked too).
+ERRORS: dict[str, tuple[type[BaseException], str]] = {
+    "backward_twice_released": (AutogradError, "backward through the graph a second time"),
+    "backward_without_requires_grad": (AutogradError, "does not require grad"),
+    "int_requires_grad": (AutogradError, "only tensors of floating point"),
+    "nonscalar_without_gradient": (AutogradError, "implicitly created only for scalar"),
+    "hook_on_no_grad_tensor": (AutogradError, "doesn't require gradient"),
+}
+
+
 @pytest.mark.parametrize("name", sorted(ORACLE))
 def test_same_as_oneflow(name):
     oracle_cases.check(name, globals()["case_" + name], ORACLE[name],
-                       rtol=1e-5, atol=1e-6, differs=DIFFERS)
+                       rtol=1e-5, atol=1e-6, differs=DIFFERS, errors=ERRORS)
 
 
 def test_every_case_is_recorded():

@@ -445,6 +445,24 @@ SCHEDULES = st.one_of(
               st.floats(0, 1), st.integers(1, 5), st.floats(0.1, 1)),
     st.builds(lambda lr, n, lo: {"kind": "cosine", "base_lr": lr, "T_max": n, "eta_min": lo},
               st.floats(0, 1), st.integers(1, 20), st.floats(0, 0.01)),
+    st.builds(lambda lr, ms, g: {"kind": "multistep", "base_lr": lr, "milestones": sorted(ms),
+                                 "gamma": g},
+              st.floats(0, 1), st.lists(st.integers(0, 30), max_size=4), st.floats(0.1, 1)),
+    st.builds(lambda lr, g: {"kind": "exponential", "base_lr": lr, "gamma": g},
+              st.floats(0, 1), st.floats(0.5, 1)),
+    st.builds(lambda lr, n, a: {"kind": "cosine_decay", "base_lr": lr, "decay_steps": n,
+                                "alpha": a},
+              st.floats(0, 1), st.integers(1, 20), st.floats(0, 1)),
+    st.builds(lambda lr, a, b, n: {"kind": "linear", "base_lr": lr, "start_factor": a,
+                                   "end_factor": b, "total_iters": n},
+              st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.integers(1, 10)),
+    st.builds(lambda lr, f, n: {"kind": "constant_factor", "base_lr": lr, "factor": f,
+                                "total_iters": n},
+              st.floats(0, 1), st.floats(0, 1), st.integers(0, 10)),
+    st.builds(lambda lr, n, e, p, c: {"kind": "polynomial", "base_lr": lr, "decay_batch": n,
+                                      "end_learning_rate": e, "power": p, "cycle": c},
+              st.floats(0, 1), st.integers(1, 10), st.floats(0, 0.01), st.floats(0.5, 3),
+              st.booleans()),
 )
 
 
@@ -454,7 +472,8 @@ def learning_rate(draw: Any) -> Example:
     if draw(st.booleans()):
         spec = {"kind": "warmup", "warmup_factor": draw(st.floats(0, 1)),
                 "warmup_iters": draw(st.integers(1, 6)),
-                "method": draw(st.sampled_from(["linear", "constant"])), "after": spec}
+                "method": draw(st.sampled_from(["linear", "constant"])),
+                "prefix": draw(st.booleans()), "after": spec}
     step = np.asarray([draw(st.integers(0, 40))], draw(dtypes(("int32", "int64"))))
     return Example({"step": step}, {"spec": spec})
 

@@ -32,6 +32,16 @@ def test_a_gated_source_acts_on_every_gate_tick_with_no_start():
     assert norm(s.handle(ready(1, 0, 10, 0, 0, 0))) == [("ACT", 0, 0, [(10, 0)], [(20, 0)])]
 
 
+def test_a_source_with_two_gates_ends_only_when_both_ended():
+    s = actor(0, "source", produced=[(20, 4, [3])], consumed=[10, 11],
+              producer_of={10: 1, 11: 2}, gated=True)
+    _drain(s, s.handle(ready(1, 0, 10, 0, 0, 0)) + s.handle(ready(2, 0, 11, 0, 0, 0)))
+    assert s.pieces_made == 1
+    assert s.handle(eord(1, 0, 10, 1)) == []  # gate 11 may still tick
+    assert s.status not in (ZOMBIE, EXITED)
+    assert norm(_drain(s, s.handle(eord(2, 0, 11, 1)))) == [("EORD", 0, 3, 20, -1, -1, 1)]
+
+
 def test_an_ungated_source_with_a_tick_waits_for_start():
     s = actor(0, "source", produced=[(20, 4, [3])], consumed=[10], producer_of={10: 1})
     assert s.blocked_on()["budget"] == 0

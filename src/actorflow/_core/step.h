@@ -152,8 +152,7 @@ static int af_handle(af_actor *a, const af_msg *m, af_out *o, const char *label,
             return af_fail(e, "task %" PRId64 ": EORD on regst desc %" PRId64 " overtook a "
                            "READY (seq %" PRId64 ", expected %" PRId64 ")", a->task_id, c->desc,
                            m->seq, c->next_seq);
-        c->next_seq++;
-        c->eord = 1;
+        c->eord = 1; /* no seq is read after it: eord refuses every later message */
         break;
     case AF_CMD:
         if (af_ops(a)->on_cmd == NULL) {

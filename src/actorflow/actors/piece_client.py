@@ -106,6 +106,12 @@ class PieceClient:
             raise UsageError(f"run_to_end needs a plan with source tasks; plan "
                              f"'{self.plan.job.name}' has none: feed its inputs with "
                              "run(feeds) or run_many(feeds)")
+        if self.inputs:  # its sources are gated: closing the inputs now ends them piece-less
+            raise UsageError(
+                f"run_to_end: plan '{self.plan.job.name}' has inputs {sorted(self.inputs)}, "
+                "which pace its sources (one piece of each per piece fed), so it runs only as "
+                "far as they are fed: call run(feeds) or run_many(feeds) for its pieces; "
+                "close() (the end of the with block) ends it")
         for t in sources:
             if t.attrs.get("gated"):  # paced by the inputs (a job with both): no count
                 continue

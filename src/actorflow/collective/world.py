@@ -15,7 +15,8 @@ the rendezvous is closed (its port is only needed while ranks meet).
 
 from __future__ import annotations
 
-import atexit
+import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,11 @@ from actorflow.collective.group import DEFAULT_TIMEOUT, ProcessGroup
 from actorflow.errors import CollectiveError, UsageError
 from actorflow.transport.auth import key_decided
 from actorflow.transport.mesh import Mesh, reachable_host
+from actorflow.transport.registry import at_exit
+
+# s a leaving rank waits for its last messages to leave (a paused or stuck peer's share is
+# then dropped); a dead peer's share is dropped at once
+EXIT_TIMEOUT = float(os.environ.get("ACTORFLOW_COLLECTIVE_EXIT_TIMEOUT", "30"))
 
 
 class Rendezvous(Protocol):
@@ -114,21 +120,32 @@ def init_process_group(info: WorldInfo, rendezvous: Rendezvous | None, *,
     if rendezvous is not None:
         rendezvous.close()
     _world = group
-    atexit.register(destroy)
+    at_exit(destroy)  # before pyzmq's own exit hook frees the frames still queued
     return group
 
 
-def destroy() -> None:
-    """Leave the world group: tell the peers (so they do not mistake it for a crash), close."""
+def destroy(timeout: float | None = None) -> None:
+    """Leave the world group: tell the peers (so they do not mistake it for a crash), wait
+    until what this rank sent has left (at most ``timeout`` s, default
+    ``ACTORFLOW_COLLECTIVE_EXIT_TIMEOUT``; run at exit, right after the last collective,
+    much may still be queued), close."""
     global _world
     group, _world = _world, None
     if group is None:
         return
+    timeout = EXIT_TIMEOUT if timeout is None else timeout
     mesh = group.channel.mesh
     failed = group.channel.failed
     group.close()
     try:
         mesh.goodbye({"lost": failed} if failed is not None else None)
+        stuck = mesh.flush(timeout)
+        if stuck:
+            ranks = ", ".join(map(str, stuck))
+            print(f"actorflow: rank {mesh.rank} left before its last messages to "
+                  f"rank{'s' if len(stuck) > 1 else ''} {ranks} were sent: they took none "
+                  f"for {timeout:g}s (paused or stuck?); ACTORFLOW_COLLECTIVE_EXIT_TIMEOUT "
+                  "sets how long to wait", file=sys.stderr, flush=True)
     finally:
         mesh.close()
 

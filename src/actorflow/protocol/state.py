@@ -130,8 +130,7 @@ class ActorState:
                 raise ProtocolError(
                     f"task {self.task_id}: EORD on regst desc {c.desc_id} overtook a READY "
                     f"(seq {msg.seq}, expected {c.next_seq})")
-            c.next_seq += 1
-            c.eord = True
+            c.eord = True  # no seq is read after it: eord refuses every later message
         elif t == CMD:
             self._on_cmd(msg)
         else:

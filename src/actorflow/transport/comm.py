@@ -320,6 +320,19 @@ class Comm(_Endpoint):
         until sent), ``copy=True`` copies them once into the socket's messages."""
         self._send_frames(codec.encode(kind, body, arrays), copy)
 
+    def send_tracked(self, kind: int, body: Any,
+                     arrays: Iterable[tuple[str, np.ndarray]] = ()) -> zmq.MessageTracker:
+        """Like ``send``; the tracker is ``done`` once libzmq let go of the message's last
+        frame, i.e. wrote it out, so (a comm being FIFO) every message sent before it
+        left too.  The last frame goes by reference even when small, so it is tracked."""
+        frames = codec.encode(kind, body, arrays)
+        last = zmq.Frame(frames[-1], copy=False, track=True)
+        tracker = last.tracker
+        frames[-1] = last
+        del last  # only libzmq's reference may keep the frame alive, or it is never done
+        self._send_frames(frames, False)
+        return tracker
+
     def send_frames(self, frames: list, copy: bool = False) -> None:
         """Frames already made by ``codec.encode``."""
         self._send_frames(frames, copy)

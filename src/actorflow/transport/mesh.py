@@ -17,10 +17,18 @@ the kernel closes a dead process's sockets, so its connection drops within milli
 ``Mesh.lost`` maps such ranks to when that happened; a peer that said ``goodbye(note)``
 first is *gone*, not lost, and ``Mesh.gone`` keeps its note (why it left).  The mesh only
 reports; the process group above decides what a loss means for the operation waiting on it.
+
+Leaving: messages are zero-copy frames that ZeroMQ's I/O thread sends after ``send``
+returned, so a rank that leaves right after its last collective may still have them queued
+(a slow or paused peer).  ``goodbye`` is sent tracked and ``flush`` waits, bounded, until
+every live peer's goodbye left (and so all before it) or the peer is lost; ``close`` then
+ends the mesh's own ZeroMQ context, which waits for what is still in libzmq's buffers.
+The mesh has a context of its own so that no other socket of the process can hold that up.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket as pysocket
 import sys
@@ -34,12 +42,16 @@ from zmq.utils.monitor import parse_monitor_message
 
 from actorflow.errors import MalformedMessage, TransportError
 from actorflow.transport.comm import Comm, Listener, connect, listen
+from actorflow.transport.registry import end_plane
 from actorflow.transport.security import Security, default_security
 
 MESH = 32  # the message kind of mesh messages (the codec's header carries it)
 BYE = "bye"  # the key of a goodbye message: the peer is leaving on purpose
 
 _WATCH = zmq.EVENT_DISCONNECTED
+_LINGER_MS = 2000  # closing without a goodbye: what was sent may still reach live peers
+_TAIL_MS = 1000  # after a goodbye left: the last bytes in libzmq's buffer
+_planes = itertools.count()
 
 
 def _to_stderr(line: str) -> None:
@@ -75,9 +87,11 @@ class Mesh:
         self._inbox: Listener | None = None
         self.address = ""
         self._poller = zmq.Poller()
+        self._plane = f"mesh-{os.getpid()}-{next(_planes)}"  # its own context (see close)
+        self._byes: dict[int, zmq.MessageTracker] = {}  # peer -> its goodbye's tracker
         if world_size > 1:
             self._inbox = listen(f"tcp://{host}:0", "pull", security=self.security,
-                                 name=f"collective inbox of rank {rank}")
+                                 name=f"collective inbox of rank {rank}", plane=self._plane)
             self.address = self._inbox.address
             self._poller.register(self._inbox._sock, zmq.POLLIN)
         self.addresses: dict[int, str] = {rank: self.address}
@@ -94,7 +108,7 @@ class Mesh:
             self.addresses.setdefault(peer, addr)
             if peer == self.rank or peer in self._out:
                 continue
-            comm = connect(addr, "push", security=self.security,
+            comm = connect(addr, "push", security=self.security, plane=self._plane,
                            name=f"collective comm rank {self.rank} -> rank {peer}")
             mon = comm._sock.get_monitor_socket(_WATCH)
             self._mon[mon] = peer
@@ -159,14 +173,37 @@ class Mesh:
 
     def goodbye(self, note: Any = None) -> None:
         """Tell every peer this rank is leaving on purpose (its disconnect is no loss);
-        ``note`` (msgpack-able) says why, e.g. which other rank's loss made it give up."""
-        for peer in self._out:
+        ``note`` (msgpack-able) says why, e.g. which other rank's loss made it give up.
+        Nothing may be sent after it; ``flush`` waits until it left."""
+        self._events()
+        for peer, comm in self._out.items():
             if peer not in self.lost:
-                self.send(peer, [BYE, note])
+                self._byes[peer] = comm.send_tracked(MESH, [self.rank, [BYE, note]])
 
-    def close(self) -> None:
+    def flush(self, timeout: float) -> list[int]:
+        """Wait until every peer's goodbye left this process, or the peer is lost (what is
+        queued for a dead peer never leaves), for at most ``timeout`` s; returns the live
+        peers whose goodbye is still queued then (paused or stuck: given up on)."""
+        deadline = time.monotonic() + timeout
+        waiting = dict(self._byes)
+        while True:
+            self._events()
+            for peer in [p for p, t in waiting.items() if t.done or p in self.lost]:
+                del waiting[peer]
+            left = deadline - time.monotonic()
+            if not waiting or left <= 0:
+                return sorted(waiting)
+            try:
+                next(iter(waiting.values())).wait(min(0.05, left))
+            except zmq.NotDone:
+                pass  # look for lost peers again
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Close every socket and end the mesh's context: waits (at most ``timeout`` s, and
+        at most each socket's linger) until libzmq sent what is left for live peers.
+        Returns False if the context did not end in time (left to the process's exit)."""
         if self._closed:
-            return
+            return True
         self._closed = True
         self._events()
         for comm in self._out.values():
@@ -174,10 +211,20 @@ class Mesh:
         for mon in self._mon:
             mon.close(0)
         for peer, comm in self._out.items():
-            # what was sent still reaches live peers; a dead one gets nothing
-            comm.close(0 if peer in self.lost else 2000)
+            comm.close(self._linger(peer))
         if self._inbox is not None:
             self._inbox.close()
+        return end_plane(self._plane, timeout)
+
+    def _linger(self, peer: int) -> int:
+        """How long a closed comm may still send: nothing to a dead peer or one given up
+        on; the tail of the buffer after a goodbye left; a while with no goodbye."""
+        if peer in self.lost:
+            return 0
+        bye = self._byes.get(peer)
+        if bye is None:
+            return _LINGER_MS
+        return _TAIL_MS if bye.done else 0
 
     def reject(self, problem: str, peer: str) -> None:
         """A malformed message from ``peer`` (``rank N`` as it claims, ``?`` when it cannot

@@ -14,11 +14,14 @@ process share ``context()`` so ``inproc://`` works between them.
 
 from __future__ import annotations
 
+import atexit
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 
 import zmq
+import zmq.utils.garbage  # see ``at_exit``: pyzmq registers its exit hook now
 
 from actorflow.errors import RegistryError, TransportError
 from actorflow.registry import Registry
@@ -171,6 +174,35 @@ def shutdown(linger_ms: int = 5000) -> None:
         _CONTEXTS.clear()
     for ctx in contexts:
         ctx.destroy(linger=linger_ms)
+
+
+def end_plane(plane: str, timeout: float) -> bool:
+    """Terminate the context of ``plane`` once its sockets are closed: returns True when
+    libzmq has sent what they left queued (each socket's linger bounds that), False when
+    ``timeout`` s passed first (the context is then left to the process's exit).  For a
+    plane of one owner (a collective mesh), so no other thread's socket can hold it up."""
+    from actorflow.transport.auth import stop_zap
+
+    with _CTX_LOCK:
+        ctx = _CONTEXTS.pop(plane, None)
+    if ctx is None:
+        return True
+    stop_zap(ctx)  # its handler's sockets live on ctx too
+    done = threading.Thread(target=ctx.term, name=f"actorflow-end-{plane}", daemon=True)
+    done.start()
+    done.join(timeout)
+    return not done.is_alive()
+
+
+def at_exit(hook: Callable[[], None]) -> None:
+    """Run ``hook`` at interpreter exit *before* pyzmq stops its garbage collector.
+
+    Zero-copy frames stay alive only in that collector's table, which its own exit hook
+    clears; pyzmq registers it when ``zmq.utils.garbage`` is first imported (lazily, on the
+    first zero-copy send) and exit hooks run last-registered first.  Importing it at the
+    top of this module registers it before any hook of ours, so ``hook`` may still wait
+    for frames to leave (``Comm.send_tracked``)."""
+    atexit.register(hook)
 
 
 def ipc_address(directory: str, name: str) -> str:
