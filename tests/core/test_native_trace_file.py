@@ -8,6 +8,7 @@ writer's maps; the footer counts every word; a failed write is an error naming t
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import time
 
@@ -75,7 +76,7 @@ def test_native_units_write_the_maps_the_python_writer_writes(tmp_path, monkeypa
                  for r in decode_chunk(c["packed"], c["cmds"])]
         # strictly: the export nests a received message's slice in an act that ends at
         # the same time (two TSC stamps a few ticks apart once gave one time)
-        assert all(a < b for a, b in zip(times, times[1:])) and len(times) > 300
+        assert all(a < b for a, b in itertools.pairwise(times)) and len(times) > 300
         assert t0 <= times[0] and times[-1] <= t1  # perf_counter_ns's clock, this run
     trace = load_trace(tmp_path)
     starts = [e for e in trace.events if getattr(e, "cmd", "") == "start"]
