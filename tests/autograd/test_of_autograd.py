@@ -462,6 +462,51 @@ def case_no_grad_decorator():
     return {"y_rg": y.requires_grad, "enabled_after": flow.is_grad_enabled(), "y": y}
 
 
+class _Square(flow.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x
+
+
+class _ScaledMul(flow.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b * 3.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad * b * 3.0, grad * a * 3.0
+
+
+def case_custom_function():
+    x = _leaf(A)
+    y = _Square.apply(x)
+    (y * flow.tensor(C)).sum().backward()
+    return {"y": y, "grad": x.grad, "rg": y.requires_grad, "leaf": y.is_leaf}
+
+
+def case_custom_function_two_inputs_in_a_graph():
+    a = _leaf(A)
+    b = _leaf(B)
+    z = _ScaledMul.apply(a.exp(), b) + _Square.apply(b)
+    (z * flow.tensor(C)).sum().backward()
+    return {"z": z, "a": a.grad, "b": b.grad}
+
+
+def case_custom_function_no_grad_input():
+    x = flow.tensor(A)
+    y = _Square.apply(x)
+    return {"y": y, "rg": y.requires_grad}
+
+
 def case_create_graph():
     x = _leaf(A)
     y = x * x * x
@@ -496,3 +541,37 @@ def test_same_as_oneflow(name):
 
 def test_every_case_is_recorded():
     assert oracle_cases.case_names(globals()) == set(ORACLE)
+
+
+def test_custom_function_inside_a_job_gives_oneflows_values():
+    class Holder(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.x = flow.nn.Parameter(flow.tensor(A))
+
+    m = Holder()
+    with flow.Job("square") as job:
+        y = _Square.apply(m.x)
+        (y * np.asarray(C, np.float32)).sum().backward()
+        flow.output("y", y)
+        flow.output("grad", m.x.grad)
+    with flow.Session(flow.compile([job])) as s:
+        got = s.run("square", {})
+    want = ORACLE["custom_function"]["out"]
+    np.testing.assert_allclose(got["y"], want["y"]["v"], rtol=1e-6)
+    np.testing.assert_allclose(got["grad"], want["grad"]["v"], rtol=1e-6)
+
+
+def test_custom_function_backward_with_the_wrong_gradient_count_is_named():
+    class Bad(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    y = Bad.apply(_leaf(A), _leaf(B))
+    with pytest.raises(AutogradError, match=r"Bad\.backward returned 1 gradients, forward took 2"):
+        y.sum().backward()

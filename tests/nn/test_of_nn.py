@@ -396,6 +396,53 @@ def case_module_double_float():
     m = m.float()
     return {"double": d, "float": [v.dtype == flow.float32 for v in m.state_dict().values()],
             "p1": m.param1, "leaf": m.param1.is_leaf, "rg": m.param1.requires_grad}
+
+
+def _grads_of_mlp():
+    m = _mlp()
+    loss = nn.CrossEntropyLoss()(m(flow.tensor(X) * 3), flow.tensor([1, 0]))
+    loss.backward()
+    return m
+
+
+def case_clip_grad_norm():
+    m = _grads_of_mlp()
+    total = nn.utils.clip_grad_norm_(m.parameters(), max_norm=0.5)
+    return {"total": total, "w0": m[0].weight.grad, "b2": m[2].bias.grad}
+
+
+def case_clip_grad_norm_inf_and_order_1():
+    m = _grads_of_mlp()
+    inf = nn.utils.clip_grad_norm_(m.parameters(), max_norm=0.1, norm_type=float("inf"))
+    w_inf = flow.tensor(m[0].weight.grad.numpy())
+    one = nn.utils.clip_grad_norm_(m.parameters(), max_norm=0.2, norm_type=1.0)
+    return {"inf": inf, "w_inf": w_inf, "one": one, "w_one": m[0].weight.grad}
+
+
+def case_clip_grad_norm_below_max_keeps_grads():
+    m = _grads_of_mlp()
+    total = nn.utils.clip_grad_norm_(m.parameters(), max_norm=100.0)
+    return {"total": total, "w0": m[0].weight.grad}
+
+
+def case_clip_grad_norm_then_sgd():
+    m = _grads_of_mlp()
+    opt = flow.optim.SGD(m.parameters(), lr=0.5)
+    nn.utils.clip_grad_norm_(m.parameters(), 0.25)
+    opt.step()
+    return {"w0": m[0].weight, "b2": m[2].bias}
+
+
+def case_clip_grad_value():
+    m = _grads_of_mlp()
+    nn.utils.clip_grad_value_(m.parameters(), 0.05)
+    return {"w0": m[0].weight.grad, "w2": m[2].weight.grad}
+
+
+def case_clip_grad_norm_no_grads():
+    m = _mlp()
+    total = nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+    return {"total": total}
 # --- end cases
 
 

@@ -84,3 +84,22 @@ def test_job_gives_oneflows_values(name):
         np.testing.assert_allclose(np.asarray(got[key]).reshape(want[key]["shape"]),
                                    np.asarray(want[key]["v"]), rtol=1e-5, atol=1e-6,
                                    err_msg=f"{name}: {key}")
+
+
+def test_clipping_inside_a_job_gives_oneflows_step():
+    """clip_grad_norm_ in a job rescales the variables' gradients the optimizer then reads."""
+    m = cases._mlp()
+    opt = af.optim.SGD(m.parameters(), lr=0.5)
+    with af.Job("train") as job:
+        x = af.input("x", (2, 3))
+        loss = nn.CrossEntropyLoss()(m(x * 3.0), af.input("t", (2,), "int64"))
+        loss.backward()
+        total = nn.utils.clip_grad_norm_(m.parameters(), 0.25)
+        opt.step()
+        af.output("total", total)
+    with af.Session(af.compile([job])) as s:
+        s.run("train", {"x": np.asarray(cases.X, np.float32), "t": np.asarray([1, 0])})
+        w0, b2 = af.read_variable(s, "0.weight"), af.read_variable(s, "2.bias")
+    want = ORACLE["clip_grad_norm_then_sgd"]["out"]
+    np.testing.assert_allclose(w0, want["w0"]["v"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b2, want["b2"]["v"], rtol=1e-5, atol=1e-6)

@@ -12,7 +12,7 @@ import pytest
 import zmq
 
 from actorflow.errors import MalformedMessage
-from actorflow.transport import codec, listen
+from actorflow.transport import codec
 from actorflow.transport.auth import ClusterKey, CurveSecurity, secure_client, stop_zap
 from actorflow.transport.mesh import MESH, Mesh
 from actorflow.transport.registry import context
@@ -94,24 +94,7 @@ def test_a_mesh_of_one_rank_opens_no_socket():
 
 def test_a_later_key_replaces_the_earlier_one_on_the_same_context(key):
     """One ZAP handler per context: a second key (a later run in this process) is admitted
-    and the first one no longer is.  (A mesh has a context of its own, so this is shown on
-    two listeners of the data plane, as a process's runs share it.)"""
-    message = codec.encode(MESH, [1, ["0,1:barrier", 1, 0, None]])
-    listen("tcp://127.0.0.1:0", security=CurveSecurity(key)).close()
-    second_key = ClusterKey.generate()
-    inbox = listen("tcp://127.0.0.1:0", security=CurveSecurity(second_key))
-    try:
-        _send(inbox.address, [message], key)
-        assert inbox.recv(0.5) is None
-        _send(inbox.address, [message], second_key)
-        got = inbox.recv(2.0)
-        assert got is not None and got.body == [1, ["0,1:barrier", 1, 0, None]]
-    finally:
-        inbox.close()
-
-
-def test_a_later_mesh_admits_only_its_own_key(key):
-    """Each mesh's context has its own ZAP handler, ended with the mesh."""
+    and the first one no longer is."""
     message = codec.encode(MESH, [1, ["0,1:barrier", 1, 0, None]])
     first = Mesh(0, 2, security=CurveSecurity(key))
     first.close()
