@@ -152,13 +152,16 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
             elif x.kind == AF_A_ACT:
                 a = &c.u.actors[x.actor]
                 act = &a.pool[x.act]
-                if tracing:
+                mode = c.plans[x.actor].mode
+                if tracing:  # a no-op or a copy keeps the mutex from begin to end (no Python)
                     pthread_mutex_lock(&c.mu)
                     af_trace_begin(&c.tr, a.task_id, act)
-                    pthread_mutex_unlock(&c.mu)
-                mode = c.plans[x.actor].mode
+                    if mode == AF_RUN_PY:
+                        pthread_mutex_unlock(&c.mu)
                 if mode == AF_RUN_COPY:
                     if af_run_copies(&c.plans[x.actor], act):
+                        if tracing:
+                            pthread_mutex_unlock(&c.mu)
                         with gil:
                             raise ProtocolError(f"{c.name}: act {act.act_id} of task "
                                                 f"{a.task_id} does not read and write the "
@@ -168,7 +171,8 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
                     with gil:
                         c._run_py(x.actor, act)
                 if tracing:
-                    pthread_mutex_lock(&c.mu)
+                    if mode == AF_RUN_PY:
+                        pthread_mutex_lock(&c.mu)
                     af_trace_end(&c.tr, a.task_id, act.act_id, act.piece)
                     pthread_mutex_unlock(&c.mu)
                     if c.tr.nsealed:
