@@ -170,7 +170,8 @@ def _extensions() -> list[Extension]:
             ext = Extension(f"actorflow._core.{name}",
                             sources=[os.path.join(CORE, f"{name}.pyx"), *extra],
                             include_dirs=[CORE], depends=headers,
-                            extra_compile_args=cflags + stamps.compile_args(Path(CORE), name),
+                            extra_compile_args=cflags + stamps.compile_args(
+                                Path(CORE), name, os.environ.get("ACTORFLOW_CORE_SANITIZE", "")),
                             extra_link_args=ldflags)
             built += cythonize([ext], language_level=3, quiet=True,
                                compiler_directives={"boundscheck": False, "wraparound": False,

@@ -182,3 +182,20 @@ def test_a_module_that_fails_to_compile_leaves_no_earlier_build(tmp_path):
                    ("_eager", "its .pyx did not translate")]:
         assert f"removed src/actorflow/_core/{m}{SUFFIX} (an earlier build; {m} was not " \
                f"rebuilt: {why})" in r.stderr, m
+
+
+@needs_native
+def test_an_asan_module_without_its_runtime_is_refused_not_a_crash(sandbox):
+    """A module built with ACTORFLOW_CORE_SANITIZE=address ends the process at import unless
+    ASan's runtime was preloaded: the loader refuses it first (the marker the sanitizer
+    build compiles in is added at the end of the file here; ELF ignores trailing bytes)."""
+    core, env = sandbox
+    so = core / f"_records{SUFFIX}"
+    so.write_bytes(so.read_bytes() + build_stamp.SANITIZE_MARKER + b"address,undefined\0")
+    clean = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    code = "import actorflow._core as c; print(c.native_error())"
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env,
+                         "ACTORFLOW_CORE": "python"}, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "module _records is not usable" in out.stdout
+    assert "-fsanitize=address,undefined" in out.stdout and "LD_PRELOAD=" in out.stdout

@@ -396,6 +396,27 @@ def lr_reference(t: int, spec: dict) -> float:
     if kind == "cosine":
         lo = spec.get("eta_min", 0.0)
         return lo + 0.5 * (spec["base_lr"] - lo) * (1 + math.cos(t * math.pi / spec["T_max"]))
+    base = spec.get("base_lr", 0.0)
+    if kind == "multistep":
+        return base * spec["gamma"] ** sum(1 for m in spec["milestones"] if m <= t)
+    if kind == "exponential":
+        return base * spec["gamma"] ** t
+    if kind == "cosine_decay":
+        n, a = spec["decay_steps"], spec["alpha"]
+        return base * (a if t >= n else (1 - a) * 0.5 * (1 + math.cos(math.pi * t / n)) + a)
+    if kind == "linear":
+        a, b, n = spec["start_factor"], spec["end_factor"], spec["total_iters"]
+        return base * (b if t >= n else a + (b - a) * t / n)
+    if kind == "constant_factor":
+        return base * (spec["factor"] if t < spec["total_iters"] else 1.0)
+    if kind == "polynomial":
+        n, end = spec["decay_batch"], spec["end_learning_rate"]
+        if spec["cycle"]:
+            t = max(t, 1)
+            n *= math.ceil(t / n)
+        else:
+            t = min(t, n)
+        return (base - end) * (1 - t / n) ** spec["power"] + end
     if kind == "warmup":  # OneFlow 0.9's WarmupLR: LinearLR/ConstantLR, then the schedule
         w, after, prefix = spec["warmup_iters"], spec["after"], spec.get("prefix", False)
         if t >= w:

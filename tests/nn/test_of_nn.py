@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import actorflow as flow
+from actorflow.errors import UsageError
 from tests.oneflow import oracle_cases
 
 # --- cases (run by oracle/record_cases.py with flow = oneflow) ---
@@ -309,17 +310,156 @@ def case_module_list_indexing():
     ml.append(nn.Sigmoid())
     return {"len": len(ml), "names": [type(m).__name__ for m in ml],
             "last": type(ml[-1]).__name__}
+
+
+class _Pair(nn.Module):
+    def __init__(self, param1, param2):
+        super().__init__()
+        self.param1 = param1
+        self.param2 = param2
+
+
+def case_shared_parameter_names():
+    t0 = nn.Parameter(flow.tensor(X))
+    t1 = nn.Parameter(flow.tensor(X) * 2)
+    m = _Pair(t1, _Pair(t0, t1))
+    params = list(m.parameters())
+    return {"keys": list(m.state_dict().keys()), "n_params": len(params),
+            "first_is_t1": params[0] is t1, "second_is_t0": params[1] is t0,
+            "names": [n for n, _ in m.named_parameters()],
+            "children": len(list(m.children())), "child": next(m.children()) is m.param2}
+
+
+def case_load_state_dict_numpy():
+    m = _Pair(nn.Parameter(flow.zeros(2, 3)), nn.Parameter(flow.zeros(3)))
+    m.load_state_dict({"param1": np.ones((2, 3), dtype=np.float32),
+                       "param2": np.arange(3, dtype=np.float32)})
+    return {"p1": m.param1, "p2": m.param2, "rg": m.param1.requires_grad}
+
+
+def case_module_forward_plain_values():
+    class AddW(nn.Module):
+        def __init__(self, w):
+            super().__init__()
+            self.w = w
+
+        def forward(self, x):
+            return x + self.w
+
+    return {"a": AddW(5)(1), "b": AddW(4)(3)}
+
+
+def case_bare_module_train_eval():
+    m = nn.Module()
+    first = m.training
+    m.eval()
+    return {"first": first, "after_eval": m.training}
+
+
+def case_module_apply():
+    seen = []
+    net = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU(), nn.Tanh()))
+    r = net.apply(lambda mod: seen.append(type(mod).__name__))
+    return {"seen": seen, "same": r is net}
+
+
+def case_parameter_is_parameter():
+    p = nn.Parameter(flow.tensor(X))
+    return {"isinstance": isinstance(p, nn.Parameter), "shape": list(p.shape),
+            "rg": p.requires_grad, "leaf": p.is_leaf,
+            "frozen_rg": nn.Parameter(flow.tensor(X), requires_grad=False).requires_grad,
+            "plain": isinstance(flow.tensor(X), nn.Parameter)}
+
+
+def case_setattr_registers_and_delattr():
+    m = nn.Module()
+    m.w = nn.Parameter(flow.tensor(X))
+    m.sub = nn.Linear(2, 2)
+    m.plain = flow.tensor(X)  # neither parameter nor module: not registered
+    names = [n for n, _ in m.named_parameters()]
+    del m.w
+    return {"names": names, "after_del": [n for n, _ in m.named_parameters()],
+            "keys": list(m.state_dict().keys())}
+
+
+def case_register_parameter_none():
+    m = nn.Module()
+    m.register_parameter("bias", None)
+    return {"bias_none": m.bias is None, "names": [n for n, _ in m.named_parameters()],
+            "keys": list(m.state_dict().keys())}
+
+
+def case_module_double_float():
+    m = _Pair(nn.Parameter(flow.tensor(X)), nn.Parameter(flow.tensor(BIAS)))
+    m = m.double()
+    d = [v.dtype == flow.float64 for v in m.state_dict().values()]
+    m = m.float()
+    return {"double": d, "float": [v.dtype == flow.float32 for v in m.state_dict().values()],
+            "p1": m.param1, "leaf": m.param1.is_leaf, "rg": m.param1.requires_grad}
+
+
+def _grads_of_mlp():
+    m = _mlp()
+    loss = nn.CrossEntropyLoss()(m(flow.tensor(X) * 3), flow.tensor([1, 0]))
+    loss.backward()
+    return m
+
+
+def case_clip_grad_norm():
+    m = _grads_of_mlp()
+    total = nn.utils.clip_grad_norm_(m.parameters(), max_norm=0.5)
+    return {"total": total, "w0": m[0].weight.grad, "b2": m[2].bias.grad}
+
+
+def case_clip_grad_norm_inf_and_order_1():
+    m = _grads_of_mlp()
+    inf = nn.utils.clip_grad_norm_(m.parameters(), max_norm=0.1, norm_type=float("inf"))
+    w_inf = flow.tensor(m[0].weight.grad.numpy())
+    one = nn.utils.clip_grad_norm_(m.parameters(), max_norm=0.2, norm_type=1.0)
+    return {"inf": inf, "w_inf": w_inf, "one": one, "w_one": m[0].weight.grad}
+
+
+def case_clip_grad_norm_below_max_keeps_grads():
+    m = _grads_of_mlp()
+    total = nn.utils.clip_grad_norm_(m.parameters(), max_norm=100.0)
+    return {"total": total, "w0": m[0].weight.grad}
+
+
+def case_clip_grad_norm_then_sgd():
+    m = _grads_of_mlp()
+    opt = flow.optim.SGD(m.parameters(), lr=0.5)
+    nn.utils.clip_grad_norm_(m.parameters(), 0.25)
+    opt.step()
+    return {"w0": m[0].weight, "b2": m[2].bias}
+
+
+def case_clip_grad_value():
+    m = _grads_of_mlp()
+    nn.utils.clip_grad_value_(m.parameters(), 0.05)
+    return {"w0": m[0].weight.grad, "w2": m[2].weight.grad}
+
+
+def case_clip_grad_norm_no_grads():
+    m = _mlp()
+    total = nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+    return {"total": total}
 # --- end cases
 
 
 ORACLE = oracle_cases.load(__file__)
 DIFFERS: dict[str, tuple[type[BaseException], str]] = {}
+# Where OneFlow raises: actorflow's error (and OneFlow's built-in type, checked too).
+ERRORS: dict[str, tuple[type[BaseException], str]] = {
+    "load_state_dict_missing_key": (UsageError, r"for Linear: missing keys \['bias'\]"),
+    "load_state_dict_unexpected_key": (UsageError, r"unexpected keys \['extra'\]"),
+    "load_state_dict_wrong_shape": (UsageError, r"'weight' has shape \(2, 3\).*\(4, 3\)"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(ORACLE))
 def test_same_as_oneflow(name):
     oracle_cases.check(name, globals()["case_" + name], ORACLE[name],
-                       rtol=1e-5, atol=1e-6, differs=DIFFERS)
+                       rtol=1e-5, atol=1e-6, differs=DIFFERS, errors=ERRORS)
 
 
 def test_every_case_is_recorded():

@@ -56,9 +56,12 @@ def _same(key: str, got: Any, want: dict, rtol: float, atol: float) -> str | Non
 
 
 def check(name: str, case: Callable[[], dict], want: dict, *, rtol: float, atol: float,
-          differs: dict[str, tuple[type[BaseException], str]]) -> None:
+          differs: dict[str, tuple[type[BaseException], str]],
+          errors: dict[str, tuple[type[BaseException], str]] | None = None) -> None:
     """Runs one case and asserts OneFlow's result; a case listed in ``differs`` (a deliberate
-    difference, documented in docs/training.md) must raise that error with that text."""
+    difference, documented in docs/training.md) must raise that error with that text.  Where
+    OneFlow raised, actorflow raises an error of the same built-in type, and the one
+    ``errors`` names (actorflow's class, words of its message) when listed."""
     flow.manual_seed(0)
     if name in differs:
         exc, fragment = differs[name]
@@ -66,8 +69,11 @@ def check(name: str, case: Callable[[], dict], want: dict, *, rtol: float, atol:
             case()
         return
     if "err" in want:  # OneFlow refused: so does actorflow, with an error of that type
-        with pytest.raises(getattr(builtins, want["err"], Exception)):
+        exc, words = (errors or {}).get(name, (Exception, ""))
+        with pytest.raises(exc, match=words) as info:
             case()
+        assert isinstance(info.value, getattr(builtins, want["err"], Exception)), (
+            f"{name}: {type(info.value).__name__}, OneFlow raised {want['err']}")
         return
     got = case()
     assert set(got) == set(want["out"]), (

@@ -170,6 +170,55 @@ def case_warmup_prefix():
     return _train(lambda ps: optim.SGD(ps, lr=0.1), steps=7, make_sched=sched)
 
 
+def case_multistep_lr():
+    return _train(lambda ps: optim.SGD(ps, lr=0.1), steps=6,
+                  make_sched=lambda o: optim.lr_scheduler.MultiStepLR(o, [1, 4], gamma=0.5))
+
+
+def case_exponential_lr():
+    return _train(lambda ps: optim.SGD(ps, lr=0.1, momentum=0.5), steps=5,
+                  make_sched=lambda o: optim.lr_scheduler.ExponentialLR(o, gamma=0.7))
+
+
+def case_cosine_decay_lr():
+    return _train(lambda ps: optim.Adam(ps, lr=0.1), steps=6,
+                  make_sched=lambda o: optim.lr_scheduler.CosineDecayLR(o, decay_steps=4,
+                                                                        alpha=0.1))
+
+
+def case_linear_lr():
+    return _train(lambda ps: optim.SGD(ps, lr=0.1), steps=6,
+                  make_sched=lambda o: optim.lr_scheduler.LinearLR(o, start_factor=0.25,
+                                                                   end_factor=0.75,
+                                                                   total_iters=3))
+
+
+def case_constant_lr():
+    return _train(lambda ps: optim.SGD(ps, lr=0.1), steps=5,
+                  make_sched=lambda o: optim.lr_scheduler.ConstantLR(o, factor=0.5,
+                                                                     total_iters=2))
+
+
+def case_polynomial_lr():
+    return _train(lambda ps: optim.SGD(ps, lr=0.1), steps=6,
+                  make_sched=lambda o: optim.lr_scheduler.PolynomialLR(
+                      o, decay_batch=4, end_learning_rate=0.01, power=2.0))
+
+
+def case_polynomial_lr_cycle():
+    return _train(lambda ps: optim.SGD(ps, lr=0.1), steps=7,
+                  make_sched=lambda o: optim.lr_scheduler.PolynomialLR(
+                      o, decay_batch=3, end_learning_rate=0.01, cycle=True))
+
+
+def case_warmup_multistep_adamw():
+    def sched(o):
+        inner = optim.lr_scheduler.MultiStepLR(o, [3, 5], gamma=0.1)
+        return optim.lr_scheduler.WarmupLR(inner, warmup_factor=0.1, warmup_iters=4)
+    return _train(lambda ps: optim.AdamW(ps, lr=0.05, weight_decay=0.1), steps=7,
+                  make_sched=sched)
+
+
 def case_warmup_defaults():
     return _train(lambda ps: optim.SGD(ps, lr=0.3), steps=6,
                   make_sched=lambda o: optim.lr_scheduler.WarmupLR(o))

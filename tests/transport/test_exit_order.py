@@ -1,7 +1,6 @@
 """What a process does with ZeroMQ as it exits: hooks that wait for zero-copy frames run
-while pyzmq's garbage collector still holds them, and ``shutdown`` stops the ZAP thread
-before it destroys the contexts.  Each case runs in a fresh interpreter (its exit is the
-subject)."""
+while pyzmq's garbage collector still holds them.  Run in a fresh interpreter (its exit
+is the subject)."""
 
 from __future__ import annotations
 
@@ -47,21 +46,3 @@ def test_an_at_exit_hook_runs_while_pyzmq_still_holds_the_zero_copy_frames():
     assert out.splitlines() == ["gc alive at exit: True", "received: 65536.0",
                                 "tracker done: True"]
 
-
-def test_shutdown_stops_the_zap_thread_before_destroying_the_contexts():
-    out = _python("""
-        import threading
-        from actorflow.transport import listen
-        from actorflow.transport.auth import ClusterKey, use_key
-        from actorflow.transport.registry import shutdown
-
-        use_key(ClusterKey.generate())
-        inbox = listen("tcp://127.0.0.1:0")  # a CURVE server: the context gets a ZAP thread
-        names = lambda: sorted(type(t).__name__ for t in threading.enumerate())
-        print(names())
-        shutdown(100)
-        print(names())
-    """)
-    before, after = out.splitlines()
-    assert "AuthenticationThread" in before
-    assert after == "['_MainThread']", out

@@ -51,12 +51,14 @@ def module_error(name: str) -> str | None:
         return f"module {name} cannot be found: {e}"
     if spec is None or not spec.origin or not spec.has_location:
         return f"module {name} is not built"
+    built = Path(spec.origin)
     try:
-        stale = build_stamp.stale_reason(Path(__file__).parent, name, Path(spec.origin))
+        why = (build_stamp.stale_reason(Path(__file__).parent, name, built)
+               or build_stamp.runtime_reason(built))
     except OSError as e:
         return f"module {name} cannot be read: {e}"
-    if stale:
-        return f"module {name} is not usable: {stale}"
+    if why:
+        return f"module {name} is not usable: {why}"
     try:
         importlib.import_module(full)
     except ImportError as e:

@@ -8,4 +8,10 @@
 __attribute__((used)) static const char af_build_stamp[] =
     "actorflow-build-stamp:" AF_BUILD_STAMP;
 #endif
+/* a sanitizer build says so: the loader refuses (rather than crash on) an ASan module in a
+ * process that did not preload ASan's runtime */
+#ifdef AF_BUILD_SANITIZE
+__attribute__((used)) static const char af_build_sanitize[] =
+    "actorflow-build-sanitize:" AF_BUILD_SANITIZE;
+#endif
 #endif

@@ -22,9 +22,11 @@ import re
 from pathlib import Path
 
 MARKER = b"actorflow-build-stamp:"  # build_stamp.h prefixes AF_BUILD_STAMP with it
+SANITIZE_MARKER = b"actorflow-build-sanitize:"  # ... and AF_BUILD_SANITIZE (sanitizer builds)
 SHARED = ("*.h", "*.pxi", "*.pxd")  # every module depends on all of these
 HEADER = "build_stamp.h"
 _STAMP = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*):([0-9a-f]{64})")
+_SANITIZE = re.compile(rb"[a-z,-]+")
 
 
 def sources(core: Path, module: str) -> list[Path]:
@@ -42,22 +44,52 @@ def source_stamp(core: Path, module: str) -> str:
     return f"{module}:{h.hexdigest()}"
 
 
-def compile_args(core: Path, module: str) -> list[str]:
-    """The compiler arguments that stamp ``module`` (setup.py, tools/cmutants.py)."""
-    return ["-include", str((core / HEADER).resolve()),
+def compile_args(core: Path, module: str, sanitize: str = "") -> list[str]:
+    """The compiler arguments that stamp ``module`` (setup.py, tools/cmutants.py);
+    ``sanitize``: the ``-fsanitize=`` list it is built with, if any."""
+    args = ["-include", str((core / HEADER).resolve()),
             f'-DAF_BUILD_STAMP="{source_stamp(core, module)}"']
+    if sanitize:
+        args.append(f'-DAF_BUILD_SANITIZE="{sanitize}"')
+    return args
+
+
+def _read(path: Path, marker: bytes, pattern: re.Pattern[bytes]) -> str | None:
+    if path.stat().st_size == 0:  # mmap refuses an empty file (a copy cut short)
+        return None
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        at = m.find(marker)
+        if at < 0:
+            return None
+        found = pattern.match(m, at + len(marker))
+        return found.group(0).decode() if found else None
 
 
 def read_stamp(path: Path) -> str | None:
     """The stamp compiled into the extension file ``path`` (None: it carries none)."""
-    if path.stat().st_size == 0:  # mmap refuses an empty file (a copy cut short)
+    return _read(path, MARKER, _STAMP)
+
+
+def read_sanitize(path: Path) -> str | None:
+    """The sanitizers the extension file ``path`` is built with (None: none)."""
+    return _read(path, SANITIZE_MARKER, _SANITIZE)
+
+
+def runtime_reason(built: Path) -> str | None:
+    """Why this process cannot load the extension ``built`` (None: it can): a module built
+    with AddressSanitizer ends the process at import unless ASan's runtime was preloaded."""
+    sanitize = read_sanitize(built)
+    if not sanitize or "address" not in sanitize.split(","):
         return None
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        at = m.find(MARKER)
-        if at < 0:
-            return None
-        found = _STAMP.match(m, at + len(MARKER))
-        return found.group(0).decode() if found else None
+    import ctypes
+
+    try:
+        ctypes.CDLL(None)["__asan_init"]
+    except AttributeError:
+        return (f"{built.name} is built with -fsanitize={sanitize} (ACTORFLOW_CORE_SANITIZE) "
+                "and ASan's runtime is not loaded: run with "
+                "LD_PRELOAD=$(gcc -print-file-name=libasan.so), or rebuild without it")
+    return None
 
 
 def stale_reason(core: Path, module: str, built: Path) -> str | None:

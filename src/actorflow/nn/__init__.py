@@ -5,7 +5,7 @@ in every job, so a train and an eval job share them); ``Module.to_global(placeme
 annotates them, which makes one model data-, model- or pipeline-parallel.
 """
 
-from actorflow.nn import functional, init
+from actorflow.nn import functional, init, utils
 from actorflow.nn.layers import (
     GELU,
     Dropout,
@@ -28,4 +28,5 @@ from actorflow.nn.parameter import Parameter
 
 __all__ = ["GELU", "CrossEntropyLoss", "Dropout", "Embedding", "Identity", "LayerNorm",
            "Linear", "MSELoss", "Module", "ModuleDict", "ModuleList", "Parameter", "ReLU",
-           "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "functional", "init"]
+           "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "functional", "init",
+           "utils"]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from actorflow.errors import UsageError
+from actorflow.frontend import functional as F
 from actorflow.frontend.autograd.mode import no_grad
 from actorflow.frontend.creation import tensor as make_tensor
 from actorflow.frontend.job import tracing as _tracing
@@ -209,6 +210,35 @@ class Module:
         for part in mods:
             m = m._modules[part]
         m._buffers[name] = value
+
+    def apply(self, fn: Any) -> Module:
+        """``fn(module)`` on every submodule, children first, then on this one (OneFlow's)."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def float(self) -> Module:
+        """Floating-point parameters and buffers cast to float32 (parameters keep identity)."""
+        return self._cast_floats("float32")
+
+    def double(self) -> Module:
+        """Floating-point parameters and buffers cast to float64 (parameters keep identity)."""
+        return self._cast_floats("float64")
+
+    def _cast_floats(self, dtype: str) -> Module:
+        for p in self.parameters():
+            if p.dtype.is_floating_point and str(p.dtype) != dtype:
+                with no_grad():
+                    p._swap_data(F.cast(p, dtype))
+                    if p.grad is not None:
+                        p.grad = F.cast(p.grad, dtype)
+                info_of(p).changed()  # a job's variable starts from these values
+        for m in self.modules():
+            for name, b in list(m._buffers.items()):
+                if b is not None and b.dtype.is_floating_point:
+                    m._buffers[name] = F.cast(b, dtype)
+        return self
 
     # -- placement -------------------------------------------------------------------------
     def to(self, device: Any) -> Module:

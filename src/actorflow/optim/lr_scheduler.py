@@ -1,7 +1,9 @@
-"""Learning-rate schedulers: StepLR, CosineAnnealingLR, and OneFlow's WarmupLR around
-either.  Eagerly ``scheduler.step()`` sets each group's ``lr``; in a job the optimizer's
-``step()`` evaluates the same schedule on its step counter (``kernels/ops/lr_schedule``),
-one scheduler step per optimizer step, as OneFlow's graphs do."""
+"""Learning-rate schedulers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR,
+CosineDecayLR, LinearLR, ConstantLR, PolynomialLR (OneFlow 0.9's formulas), and OneFlow's
+WarmupLR around any of them.  Eagerly ``scheduler.step()`` sets each group's ``lr``; in a
+job the optimizer's ``step()`` evaluates the same schedule on its step counter
+(``kernels/ops/lr_schedule``), one scheduler step per optimizer step, as OneFlow's graphs
+do."""
 
 from __future__ import annotations
 
@@ -71,6 +73,105 @@ class CosineAnnealingLR(LRScheduler):
                 "eta_min": self.eta_min}
 
 
+class MultiStepLR(LRScheduler):
+    """``lr * gamma ** (number of milestones <= step)``."""
+
+    def __init__(self, optimizer: Optimizer, milestones: list[int], gamma: float = 0.1,
+                 last_epoch: int = -1, last_step: int | None = None) -> None:
+        ms = [int(m) for m in milestones]
+        if ms != sorted(ms):
+            raise UsageError(f"MultiStepLR: milestones should be increasing, got {ms}")
+        self.milestones, self.gamma = ms, float(gamma)
+        super().__init__(optimizer, last_epoch, last_step)
+
+    def spec(self, base_lr: float) -> dict[str, Any]:
+        return {"kind": "multistep", "base_lr": base_lr, "milestones": self.milestones,
+                "gamma": self.gamma}
+
+
+class ExponentialLR(LRScheduler):
+    """``lr * gamma ** step``."""
+
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1,
+                 last_step: int | None = None) -> None:
+        if gamma <= 0.0:
+            raise UsageError(f"ExponentialLR: gamma must be greater than zero, got {gamma}")
+        self.gamma = float(gamma)
+        super().__init__(optimizer, last_epoch, last_step)
+
+    def spec(self, base_lr: float) -> dict[str, Any]:
+        return {"kind": "exponential", "base_lr": base_lr, "gamma": self.gamma}
+
+
+class CosineDecayLR(LRScheduler):
+    """OneFlow's: ``lr * ((1 - alpha) * (1 + cos(pi * step / decay_steps)) / 2 + alpha)``,
+    then ``lr * alpha`` from ``decay_steps`` on."""
+
+    def __init__(self, optimizer: Optimizer, decay_steps: int, alpha: float = 0.0,
+                 last_epoch: int = -1, last_step: int | None = None) -> None:
+        if decay_steps <= 0:
+            raise UsageError(f"CosineDecayLR: decay_steps must be positive, got {decay_steps}")
+        self.decay_steps, self.alpha = int(decay_steps), float(alpha)
+        super().__init__(optimizer, last_epoch, last_step)
+
+    def spec(self, base_lr: float) -> dict[str, Any]:
+        return {"kind": "cosine_decay", "base_lr": base_lr, "decay_steps": self.decay_steps,
+                "alpha": self.alpha}
+
+
+class LinearLR(LRScheduler):
+    """The factor goes linearly from ``start_factor`` to ``end_factor`` over
+    ``total_iters`` steps, then stays."""
+
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
+                 end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1,
+                 last_step: int | None = None) -> None:
+        for name, f in (("start_factor", start_factor), ("end_factor", end_factor)):
+            if not 0.0 <= f <= 1.0:
+                raise UsageError(f"LinearLR: {name} expected between 0 and 1, got {f}")
+        self.start_factor, self.end_factor = float(start_factor), float(end_factor)
+        self.total_iters = int(total_iters)
+        super().__init__(optimizer, last_epoch, last_step)
+
+    def spec(self, base_lr: float) -> dict[str, Any]:
+        return {"kind": "linear", "base_lr": base_lr, "start_factor": self.start_factor,
+                "end_factor": self.end_factor, "total_iters": self.total_iters}
+
+
+class ConstantLR(LRScheduler):
+    """``lr * factor`` for ``total_iters`` steps, then ``lr``."""
+
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1, last_step: int | None = None) -> None:
+        if not 0.0 <= factor <= 1.0:
+            raise UsageError(f"ConstantLR: factor expected between 0 and 1, got {factor}")
+        self.factor, self.total_iters = float(factor), int(total_iters)
+        super().__init__(optimizer, last_epoch, last_step)
+
+    def spec(self, base_lr: float) -> dict[str, Any]:
+        return {"kind": "constant_factor", "base_lr": base_lr, "factor": self.factor,
+                "total_iters": self.total_iters}
+
+
+class PolynomialLR(LRScheduler):
+    """OneFlow's: ``(lr - end) * (1 - step / decay_batch) ** power + end`` (``cycle``:
+    ``decay_batch`` grows to the next multiple past the step)."""
+
+    def __init__(self, optimizer: Optimizer, decay_batch: int,
+                 end_learning_rate: float = 0.0001, power: float = 1.0, cycle: bool = False,
+                 last_epoch: int = -1, last_step: int | None = None) -> None:
+        if decay_batch <= 0:
+            raise UsageError(f"PolynomialLR: decay_batch must be positive, got {decay_batch}")
+        self.decay_batch, self.end_learning_rate = int(decay_batch), float(end_learning_rate)
+        self.power, self.cycle = float(power), bool(cycle)
+        super().__init__(optimizer, last_epoch, last_step)
+
+    def spec(self, base_lr: float) -> dict[str, Any]:
+        return {"kind": "polynomial", "base_lr": base_lr, "decay_batch": self.decay_batch,
+                "end_learning_rate": self.end_learning_rate, "power": self.power,
+                "cycle": self.cycle}
+
+
 class WarmupLR(LRScheduler):
     """OneFlow's warm-up: for ``warmup_iters`` steps the rate goes linearly from
     ``warmup_factor * lr`` to the rate the wrapped scheduler has at ``warmup_iters``
@@ -101,4 +202,5 @@ class WarmupLR(LRScheduler):
                 "prefix": self.warmup_prefix, "after": after}
 
 
-__all__ = ["CosineAnnealingLR", "LRScheduler", "StepLR", "WarmupLR"]
+__all__ = ["ConstantLR", "CosineAnnealingLR", "CosineDecayLR", "ExponentialLR", "LRScheduler",
+           "LinearLR", "MultiStepLR", "PolynomialLR", "StepLR", "WarmupLR"]

@@ -22,8 +22,9 @@ Leaving: messages are zero-copy frames that ZeroMQ's I/O thread sends after ``se
 returned, so a rank that leaves right after its last collective may still have them queued
 (a slow or paused peer).  ``goodbye`` is sent tracked and ``flush`` waits, bounded, until
 every live peer's goodbye left (and so all before it) or the peer is lost; ``close`` then
-ends the mesh's own ZeroMQ context, which waits for what is still in libzmq's buffers.
-The mesh has a context of its own so that no other socket of the process can hold that up.
+ends the ZeroMQ context of the mesh's comms, which waits for what is still in libzmq's
+buffers.  The comms have a context of their own so that no other socket of the process can
+hold that up (the inbox, a server needing the data plane's ZAP handler, stays there).
 """
 
 from __future__ import annotations
@@ -87,11 +88,13 @@ class Mesh:
         self._inbox: Listener | None = None
         self.address = ""
         self._poller = zmq.Poller()
-        self._plane = f"mesh-{os.getpid()}-{next(_planes)}"  # its own context (see close)
+        # the comms' own context (see close); the inbox stays on the data plane, whose ZAP
+        # handler authenticates it: a context of clients only needs none to be stopped
+        self._plane = f"mesh-{os.getpid()}-{next(_planes)}"
         self._byes: dict[int, zmq.MessageTracker] = {}  # peer -> its goodbye's tracker
         if world_size > 1:
             self._inbox = listen(f"tcp://{host}:0", "pull", security=self.security,
-                                 name=f"collective inbox of rank {rank}", plane=self._plane)
+                                 name=f"collective inbox of rank {rank}")
             self.address = self._inbox.address
             self._poller.register(self._inbox._sock, zmq.POLLIN)
         self.addresses: dict[int, str] = {rank: self.address}

@@ -168,15 +168,11 @@ def tcp_address(host: str, port: int | str) -> str:
 def shutdown(linger_ms: int = 5000) -> None:
     """At process exit: close every socket still open, giving unsent messages ``linger_ms``
     to leave (the process-wide context is otherwise never terminated, and a message still
-    queued when the interpreter exits is lost).  Call only when no thread uses sockets:
-    the ZAP handler's thread is stopped first (destroy would close its sockets under it)."""
-    from actorflow.transport.auth import stop_zap
-
+    queued when the interpreter exits is lost).  Call only when no thread uses sockets."""
     with _CTX_LOCK:
         contexts = list(_CONTEXTS.values())
         _CONTEXTS.clear()
     for ctx in contexts:
-        stop_zap(ctx)
         ctx.destroy(linger=linger_ms)
 
 

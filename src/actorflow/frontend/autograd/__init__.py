@@ -12,6 +12,7 @@ from typing import Any
 
 from actorflow.errors import AutogradError
 from actorflow.frontend.autograd.engine import run_backward
+from actorflow.frontend.autograd.function import Function, FunctionCtx
 from actorflow.frontend.autograd.mode import (
     enable_grad,
     is_grad_enabled,
@@ -49,4 +50,5 @@ def grad(outputs: Any, inputs: Sequence[Any] | Any, grad_outputs: Any = None,
     return tuple(got)
 
 
-__all__ = ["backward", "enable_grad", "grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = ["Function", "FunctionCtx", "backward", "enable_grad", "grad", "is_grad_enabled",
+           "no_grad", "set_grad_enabled"]

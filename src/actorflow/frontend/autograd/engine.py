@@ -73,6 +73,7 @@ def run_backward(roots: Sequence[Any], grads: Sequence[Any], retain_graph: bool 
             dout = pending.pop(node)
             out = out_of[node]
             om = meta_of(out)
+            dout = _hooked(om, dout)
             if om is not None and om.retains_grad and want is None:
                 om.grad = _add(om.grad, dout)
             if want is not None and id(out) in want:
@@ -81,6 +82,7 @@ def run_backward(roots: Sequence[Any], grads: Sequence[Any], retain_graph: bool 
             for _name, t, g in _apply(node, out, dout):
                 _route(t, meta_of(t), g, pending, out_of, heap, leaves)
         for t, g in leaves.values():
+            g = _hooked(meta_of(t), g)
             if want is not None:
                 if id(t) in want:
                     got[want[id(t)]] = _add(got[want[id(t)]], g)
@@ -95,6 +97,19 @@ def run_backward(roots: Sequence[Any], grads: Sequence[Any], retain_graph: bool 
             node.inputs = None
             node.released = True
     return got if capture is not None else None
+
+
+def _hooked(m: Any, g: Any) -> Any:
+    """The gradient after the tensor's ``register_hook`` functions (in order; one returning
+    None leaves it as it is)."""
+    for hook in (m.hooks or ()) if m is not None else ():
+        new = hook(g)
+        if new is not None:
+            if tuple(new.shape) != tuple(g.shape):
+                raise AutogradError(f"a gradient hook returned shape {tuple(new.shape)} for a "
+                                    f"gradient of shape {tuple(g.shape)}")
+            g = new
+    return g
 
 
 def _route(t: Any, m: Any, g: Any, pending: dict, out_of: dict, heap: list,

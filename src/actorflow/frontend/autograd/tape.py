@@ -25,13 +25,14 @@ _seq = itertools.count()
 class AutogradMeta:
     """Autograd state of one tensor: a leaf has no ``grad_fn``."""
 
-    __slots__ = ("grad", "grad_fn", "param", "requires_grad", "retains_grad")
+    __slots__ = ("grad", "grad_fn", "hooks", "param", "requires_grad", "retains_grad")
 
     def __init__(self, requires_grad: bool, grad_fn: Node | None = None) -> None:
         self.requires_grad = requires_grad
         self.grad_fn = grad_fn
         self.grad: Any = None
         self.retains_grad = False
+        self.hooks: list[Any] | None = None  # register_hook: fn(grad) -> grad or None
         self.param: Any = None  # a module's parameter: its ParamInfo (actorflow.nn)
 
 

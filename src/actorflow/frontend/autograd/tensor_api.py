@@ -92,6 +92,24 @@ class AutogradMethods:
             raise AutogradError("can't retain_grad on a tensor that has requires_grad=False")
         m.retains_grad = True
 
+    def register_hook(self, hook: Any) -> Any:
+        """``hook(grad)`` runs when this tensor's gradient is computed and may return a
+        replacement (a leaf's hook runs before the gradient is added to ``.grad``)."""
+        m = meta_of(self)
+        if m is None or not m.requires_grad:
+            raise AutogradError("cannot register a hook on a tensor that doesn't require "
+                                "gradient")
+        if m.hooks is None:
+            m.hooks = []
+        m.hooks.append(hook)
+        return hook
+
+    def clone(self) -> Any:
+        """A copy (an ``identity`` op, so gradients flow through it)."""
+        from actorflow.frontend import functional_nn as F
+
+        return F.identity(self)
+
     # -- backward --------------------------------------------------------------------------
     def backward(self, gradient: Any = None, retain_graph: bool = False,
                  create_graph: bool = False) -> None:
