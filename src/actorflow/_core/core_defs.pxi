@@ -163,7 +163,7 @@ cdef extern from "tracebuf.h" nogil:
         int64_t word, cmd, aux
     ctypedef struct af_chunk:
         int64_t *w
-        int64_t nw
+        int64_t nw, capw
         af_cmdref *cmds
         int32_t ncmds
     ctypedef struct af_trace:
@@ -178,12 +178,33 @@ cdef extern from "tracebuf.h" nogil:
         int32_t ncmds, capcmds
         af_chunk *sealed
         int32_t nsealed, capsealed
+        int64_t taken_words
+        int fd, werr
+        int64_t key[2]
+        char **names
+        int32_t nnames
+        af_chunk prev
+        int tsc
     int af_trace_init(af_trace *t, int mode, int32_t flight_size, int64_t flush_words)
     void af_trace_free(af_trace *t)
     void af_flight(af_trace *t, const af_msg *m, int recv)
     int af_trace_msg(af_trace *t, int code, const af_msg *m)
     int af_trace_begin(af_trace *t, int64_t task, const af_act *x)
     int af_trace_end(af_trace *t, int64_t task, int64_t act_id, int64_t piece)
+    void af_trace_recycle(af_trace *t, af_chunk *c)
+    ctypedef struct af_anchor:
+        int64_t tsc, ns
+    af_anchor af_anchor_now()
+    void af_stamps_to_ns(const af_trace *t, int64_t *w, int64_t nw, af_anchor end)
+    void af_trace_settle(af_trace *t)
+    int af_trace_use_tsc(af_trace *t)
+
+cdef extern from "tracewrite.h" nogil:
+    ctypedef struct af_mp:
+        uint8_t *p
+        size_t n, cap
+    int af_trace_encode(const af_trace *t, const af_chunk *c, af_mp *head, af_mp *tail)
+    int af_trace_write(af_trace *t, pthread_mutex_t *mu, pthread_mutex_t *wmu, int all)
 
 cdef extern from "runplan.h" nogil:
     enum:
@@ -212,3 +233,20 @@ cdef extern from "runplan.h" nogil:
     void af_router_set_rings(af_router *r, const int64_t *tasks, void **outlets, int32_t n,
                              int64_t timeout_ns)
     int af_router_drops(af_router *r, const af_msg *m)
+
+cdef extern from "rxcheck.h" nogil:
+    ctypedef struct af_rxdesc:
+        int64_t id, producer
+        int32_t register_num, nconsumers
+        int64_t *consumers
+    ctypedef struct af_rxplan:
+        int64_t *tasks
+        int32_t ntasks
+        af_rxdesc *descs
+        int32_t ndescs
+        int64_t *hosted
+        af_inbox **inbox
+        int32_t nhosted
+    void af_rxplan_free(af_rxplan *p)
+    const af_rxdesc *af_rx_check(const af_rxplan *p, const af_msg *m, int32_t nblobs,
+                                 af_inbox **to)

@@ -89,6 +89,17 @@ cdef int record_seen(NativeUnitCore c) except -1 nogil:
     return 0
 
 
+cdef int trace_out(NativeUnitCore c, object shell) except -1 nogil:
+    """Sealed trace chunks out: written here when the core has the trace file (no GIL),
+    else handed to Python (``shell.flush_trace()``, which also reports a failed write)."""
+    if c.tr.fd >= 0 and c.tr.werr == 0:
+        if af_trace_write(&c.tr, &c.mu, &c.wmu, 0) == 0:
+            return 0
+    with gil:
+        shell.flush_trace()
+    return 0
+
+
 cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
                int64_t **done_p, int32_t *done_cap, int *py_ran,
                int *py_sent) except -1 nogil:
@@ -141,13 +152,16 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
             elif x.kind == AF_A_ACT:
                 a = &c.u.actors[x.actor]
                 act = &a.pool[x.act]
-                if tracing:
+                mode = c.plans[x.actor].mode
+                if tracing:  # a no-op or a copy keeps the mutex from begin to end (no Python)
                     pthread_mutex_lock(&c.mu)
                     af_trace_begin(&c.tr, a.task_id, act)
-                    pthread_mutex_unlock(&c.mu)
-                mode = c.plans[x.actor].mode
+                    if mode == AF_RUN_PY:
+                        pthread_mutex_unlock(&c.mu)
                 if mode == AF_RUN_COPY:
                     if af_run_copies(&c.plans[x.actor], act):
+                        if tracing:
+                            pthread_mutex_unlock(&c.mu)
                         with gil:
                             raise ProtocolError(f"{c.name}: act {act.act_id} of task "
                                                 f"{a.task_id} does not read and write the "
@@ -157,12 +171,12 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
                     with gil:
                         c._run_py(x.actor, act)
                 if tracing:
-                    pthread_mutex_lock(&c.mu)
+                    if mode == AF_RUN_PY:
+                        pthread_mutex_lock(&c.mu)
                     af_trace_end(&c.tr, a.task_id, act.act_id, act.piece)
                     pthread_mutex_unlock(&c.mu)
                     if c.tr.nsealed:
-                        with gil:
-                            shell.flush_trace()
+                        trace_out(c, shell)
                 done[2 * ndone] = a.task_id
                 done[2 * ndone + 1] = act.act_id
                 ndone += 1
@@ -187,8 +201,7 @@ cdef int carry(NativeUnitCore c, object shell, af_router *r, af_out *work,
             with gil:
                 c._raise()
         if tracing and c.tr.nsealed:
-            with gil:
-                shell.flush_trace()
+            trace_out(c, shell)
     return 0
 
 
@@ -238,11 +251,11 @@ cdef int run_loop(NativeUnitCore c, object shell, NativeRouter router) except -1
                     with gil:
                         c._raise()
                 carry(c, shell, r, &work, &done, &done_cap, &py_ran, &py_sent)
-                if py_ran or c.tr.nsealed:
+                if c.tr.nsealed:
+                    trace_out(c, shell)
+                if py_ran:
                     py_ran = 0
                     with gil:
-                        if c.tr.nsealed:
-                            shell.flush_trace()
                         timeout_ns = shell.wait_ns()  # a Python act may have batched output
         if py_sent:
             shell.flush()

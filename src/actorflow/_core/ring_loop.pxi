@@ -180,8 +180,7 @@ cdef int run_ring_loop(NativeUnitCore c, object shell, NativeRouter router,
                         c._raise()
                 carry(c, shell, r, &work, &done, &done_cap, &py_ran, &py_sent)
                 if c.tr.nsealed:
-                    with gil:
-                        shell.flush_trace()
+                    trace_out(c, shell)
         if c.u.live == 0:
             shell.finish()
     finally:

@@ -21,6 +21,7 @@ from libc.errno cimport EINTR, EPROTO, ETIMEDOUT
 from libc.stdint cimport uint32_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memset
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 
 from actorflow.errors import ProtocolError
 
@@ -34,12 +35,12 @@ cdef class NativeUnitCore:
 
     cdef af_unit u
     cdef pthread_mutex_t mu     # guards u and tr between the loop and other threads
+    cdef pthread_mutex_t wmu    # keeps one unit's trace chunks in order in its file
     cdef af_inbox inbox         # records from other threads (the native loop's source)
     cdef af_trace tr            # the native loop's trace (flight ring or packed events)
     cdef af_runplan *plans      # per actor: how the native loop runs its acts
     cdef list py_runs           # per actor: (executor, host, act object) for Python kernels
     cdef dict slot_lists        # (actor, slots key) -> (reads, writes) lists, made once
-    cdef readonly int64_t trace_flushed  # bytes of packed events handed out so far
     cdef readonly str name
     cdef readonly int pid
     cdef object Msg, Act, Exit
@@ -52,7 +53,9 @@ cdef class NativeUnitCore:
         memset(&self.inbox, 0, sizeof(af_inbox))
         memset(&self.tr, 0, sizeof(af_trace))
         self.plans = NULL
-        if pthread_mutex_init(&self.mu, NULL) or af_inbox_init(&self.inbox):
+        self.tr.fd = -1
+        if (pthread_mutex_init(&self.mu, NULL) or pthread_mutex_init(&self.wmu, NULL)
+                or af_inbox_init(&self.inbox)):
             raise MemoryError()
 
     def __init__(self, tasks, producer_of, str name="unit", recorder=None, classes=None):
@@ -81,6 +84,7 @@ cdef class NativeUnitCore:
         af_trace_free(&self.tr)
         af_inbox_free(&self.inbox)
         pthread_mutex_destroy(&self.mu)
+        pthread_mutex_destroy(&self.wmu)
 
     cdef void _lock(self):
         """Take the core's mutex; wait for it with the GIL released only when the loop
@@ -294,17 +298,53 @@ cdef class NativeUnitCore:
 
     def trace_flight(self, int size):
         """The native loop keeps the unit's last ``size`` messages (the flight recorder)."""
-        af_trace_free(&self.tr)
-        if af_trace_init(&self.tr, AF_TR_FLIGHT, size, 0):
-            raise MemoryError()
-        self.u.trace = 1
+        _trace_init(self, AF_TR_FLIGHT, size, 0)
 
-    def trace_timed(self, long long flush_events):
-        """The native loop packs every event as int64 words (trace/packed.py)."""
-        af_trace_free(&self.tr)
-        if af_trace_init(&self.tr, AF_TR_TIMED, 0, flush_events * 10):
-            raise MemoryError()
-        self.u.trace = 1
+    def trace_timed(self, long long flush_events, bint tsc=False):
+        """The native loop packs every event as int64 words (trace/packed.py); ``tsc``:
+        stamped with the invariant TSC, turned into CLOCK_MONOTONIC ns per chunk."""
+        _trace_init(self, AF_TR_TIMED, 0, flush_events * 10, tsc)
+
+    def trace_to_file(self, int fd, long long machine, long long thrd, names):
+        """Sealed chunks go to the trace file open at ``fd`` (O_APPEND; the core writes on a
+        duplicate of it) as the maps ``TraceWriter.write_packed`` writes for unit
+        ``(machine, thrd)``; ``names``: command code -> name."""
+        _trace_to_file(self, fd, machine, thrd, names)
+
+    def trace_write(self, bint all=True):
+        """Write the sealed chunks (``all``: and what the buffer holds) to the trace file;
+        0, or the errno of the write that failed (later chunks were dropped)."""
+        cdef int rc
+        cdef int a = all
+        if self.tr.mode != AF_TR_TIMED or self.tr.fd < 0:
+            return 0
+        with nogil:
+            rc = af_trace_write(&self.tr, &self.mu, &self.wmu, a)
+        return rc
+
+    def trace_detach(self):
+        """Write no more to the trace file (it is about to end); closes the duplicate."""
+        with nogil:
+            pthread_mutex_lock(&self.wmu)
+        if self.tr.fd >= 0:
+            os.close(self.tr.fd)
+            self.tr.fd = -1
+        pthread_mutex_unlock(&self.wmu)
+
+    @property
+    def trace_tsc(self):
+        """Events are stamped with the TSC (turned into ns per chunk)."""
+        return bool(self.tr.tsc)
+
+    @property
+    def trace_error(self):
+        """The errno of a failed write to the trace file (0: none)."""
+        return self.tr.werr
+
+    def encode_chunk(self, bytes data, cmds):
+        """The map one chunk of ``data`` (int64 words) with ``cmds`` ([word, code, aux]) is
+        written as (tests compare it with ``msgpack.packb``)."""
+        return _encode_chunk(self, data, cmds)
 
     def flight(self):
         """(count ever written, [(handed to an actor here?, header), ...] oldest first)."""
@@ -320,44 +360,26 @@ cdef class NativeUnitCore:
     def take_trace(self):
         """The packed events so far, as chunks [(bytes, [[word, command, argument], ...])]
         (the sealed ones, then what the buffer holds); the buffer starts again empty."""
-        cdef af_chunk *c
-        out = []
-        self._lock()
-        try:
-            for i in range(self.tr.nsealed):
-                c = &self.tr.sealed[i]
-                out.append(((<char *>c.w)[:c.nw * 8],
-                            [[c.cmds[k].word, c.cmds[k].cmd, c.cmds[k].aux]
-                             for k in range(c.ncmds)]))
-                self.trace_flushed += c.nw * 8
-                free(c.w)
-                free(c.cmds)
-            self.tr.nsealed = 0
-            if self.tr.nw:
-                out.append(((<char *>self.tr.w)[:self.tr.nw * 8],
-                            [[self.tr.cmds[k].word, self.tr.cmds[k].cmd, self.tr.cmds[k].aux]
-                             for k in range(self.tr.ncmds)]))
-            self.trace_flushed += self.tr.nw * 8
-            self.tr.nw = 0
-            self.tr.ncmds = 0
-            return out
-        finally:
-            pthread_mutex_unlock(&self.mu)
+        return _take_trace(self)
 
     def peek_trace(self):
         """The packed events not yet taken, without taking them (for dumps)."""
-        self._lock()
-        try:
-            data = (<char *>self.tr.w)[:self.tr.nw * 8] if self.tr.nw else b""
-            return data, [[self.tr.cmds[k].word, self.tr.cmds[k].cmd, self.tr.cmds[k].aux]
-                          for k in range(self.tr.ncmds)]
-        finally:
-            pthread_mutex_unlock(&self.mu)
+        return _peek(self, &self.tr.w, &self.tr.nw, &self.tr.cmds, &self.tr.ncmds, True)
+
+    def last_trace(self):
+        """The chunk written to the trace file last (for dumps: the recent events)."""
+        return _peek(self, &self.tr.prev.w, &self.tr.prev.nw, &self.tr.prev.cmds,
+                     &self.tr.prev.ncmds, False)
 
     @property
     def flight_count(self):
         """Messages the flight ring ever took: changes whenever the unit made a step."""
         return self.tr.fl_count
+
+    @property
+    def trace_flushed(self):
+        """Bytes of packed events taken or written so far."""
+        return self.tr.taken_words * 8
 
     def trace_pending(self):
         """Bytes of packed events not yet taken."""
@@ -489,5 +511,7 @@ cdef dict blocked(af_actor *a, str label):
     return s
 
 
+include "trace_io.pxi"
 include "loop.pxi"
+include "rx.pxi"
 include "ring_loop.pxi"

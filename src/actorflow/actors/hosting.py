@@ -24,6 +24,7 @@ from actorflow.plan.model import Plan, Task
 from actorflow.protocol.messages import Act, Msg
 
 if TYPE_CHECKING:
+    from actorflow._core.unit_core import NativeReceiver
     from actorflow.actors.node import MachineNode
     from actorflow.actors.routing import Router
     from actorflow.transport.comm import Message
@@ -108,6 +109,10 @@ class UnitHosting(Protocol):
 
     @property
     def error(self) -> BaseException | None: ...
+
+    @property
+    def native_rx(self) -> NativeReceiver | None:
+        """Takes actor messages for native units straight off the receiver (or None)."""
 
     def extra_binds(self) -> list[str]: ...
 

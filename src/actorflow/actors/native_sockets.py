@@ -48,7 +48,8 @@ class NativeSender:
         z = self._socks.get(id(comm))
         if z is None:
             z = self._socks[id(comm)] = self._zq.ZqSocket(comm.handle, comm, comm.name)
-        z.send(frames, SEND_TIMEOUT)
+        with comm.send_lock:  # thread units of a machine share the outbox's comms
+            z.send(frames, SEND_TIMEOUT)
         self.sent += 1
 
     def in_flight(self) -> int:

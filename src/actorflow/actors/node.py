@@ -299,6 +299,14 @@ class MachineNode:
         if not isinstance(m.kind, int) or not uw.MSG <= m.kind <= uw.BATCH:
             self._malformed(self.inbound.reject(f"message kind {m.kind!r:.20}"))
             return
+        rx = getattr(self.hosting, "native_rx", None)  # (a hosting without one: none)
+        if rx is not None and (m.kind == uw.MSG or m.kind == uw.BATCH):
+            try:  # native units' messages, all checked in C (else the Python way below)
+                if rx.take(m.kind, m.body, m.metas, m.frames):
+                    return
+            except ActorflowError as e:
+                self.fail(e)
+                return
         if m.kind == uw.BATCH:  # a thread unit's messages of one loop turn, in order
             try:
                 subs = list(unpack(m, self.name))

@@ -61,6 +61,8 @@ FROZEN_AFTER = frozen_after()  # s a unit may stay stopped (SIGSTOP) before the 
 
 
 class ProcessHosting:
+    native_rx = None  # unit processes take their own messages (the node relays the rest)
+
     def __init__(self, node: MachineNode) -> None:
         view = node.view
         self.node = node

@@ -8,12 +8,15 @@ The comm_net act copies that buffer into its own regst; its ACK leaves after the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from actorflow.actors import native_sockets
 from actorflow.actors.delivery import Batcher
 from actorflow.actors.landing import land
+from actorflow.actors.native_sockets import NativeSender
 from actorflow.actors.routing import Router
 from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_wire import kind_name
@@ -22,7 +25,20 @@ from actorflow.protocol.messages import Msg
 from actorflow.transport.comm import Message
 
 if TYPE_CHECKING:
+    from actorflow._core.unit_core import NativeReceiver
+    from actorflow.actors.machine_view import MachineView
     from actorflow.actors.node import MachineNode
+
+
+def native_receiver(runtime: MachineRuntime, view: MachineView,
+                    memory: Mapping[int, list[dict]]) -> NativeReceiver | None:
+    """The compiled core's receiver for this machine's native units (None: none runs)."""
+    hosted = {t.task_id: u.core for u in runtime.units.values() if u.native for t in u.tasks}
+    if not hosted:
+        return None
+    from actorflow._core.unit_core import NativeReceiver
+
+    return NativeReceiver(view.routing.keys(), view.descs, hosted, memory)
 
 
 class ThreadHosting:
@@ -39,6 +55,7 @@ class ThreadHosting:
             mem[i] = self.runtime.allocator.allocate(d)
         self.router = Router(view.machine_id, view.routing, node.outbox, mem)
         self.runtime.remote_send = self.router.send
+        self._rx: NativeReceiver | None = None
 
     def extra_binds(self) -> list[str]:
         return []
@@ -52,9 +69,19 @@ class ThreadHosting:
         # router of its own, as a batch is one thread's (client commands use the shared one)
         view, node = self.node.view, self.node
         for u in self.runtime.units.values():
+            # a unit on the native loop sends through the compiled libzmq driver as well
+            native = NativeSender() if u.native and native_sockets.unavailable() is None else None
             u.remote = Router(view.machine_id, view.routing, node.outbox, self.runtime.memory,
-                              node.machine_addrs, coalesce=True, coalesce_nodes=True)
+                              node.machine_addrs, coalesce=True, coalesce_nodes=True,
+                              native=native)
         self.runtime.start()
+        self._rx = native_receiver(self.runtime, view, self.runtime.memory)
+
+    @property
+    def native_rx(self) -> NativeReceiver | None:
+        """What takes actor messages for native units straight from the receiver (None:
+        the Python way for all: no native unit, or a test's fault injection is armed)."""
+        return self._rx if self.runtime._losing is None else None
 
     def actor_states(self) -> list[dict]:
         return self.runtime.actor_states()

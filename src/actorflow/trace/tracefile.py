@@ -27,6 +27,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,12 @@ def _pack(obj: Any) -> bytes:
 
 
 class TraceWriter:
-    """Appends msgpack maps to one trace file; thread-safe (units of a machine share it)."""
+    """Appends msgpack maps to one trace file; thread-safe (units of a machine share it).
+
+    The file is opened O_APPEND and unbuffered, each map one write: the compiled core's
+    units write their chunks on the same file themselves (``fileno``), and the kernel
+    appends every write whole.  ``on_close`` callbacks run before the footer (a native
+    unit writes what it holds and stops writing)."""
 
     def __init__(self, path: Path, machine_id: int, clock_offset: float = 0.0,
                  clock_error: float = 0.0) -> None:
@@ -72,8 +78,11 @@ class TraceWriter:
         self.words = 0
         self._lock = threading.RLock()  # a SIGUSR1 dump may interrupt a write on this thread
         self._clock = (clock_offset, clock_error)
+        self._on_close: list[Callable[[], None]] = []
         try:
-            self._f = open(path, "wb")  # closed in close()
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+                         | os.O_CLOEXEC, 0o644)
+            self._f = open(fd, "wb", buffering=0)  # closed in close()
         except OSError as e:
             raise TraceError(f"{path}: cannot create trace file: {e.strerror or e}") from e
         wall, mono, anchor_err = clock_anchor()
@@ -84,10 +93,30 @@ class TraceWriter:
                      "clock_error_ns": int(clock_error * 1e9)})
 
     def _write(self, obj: Any) -> None:
-        data = _pack(obj)
+        data = memoryview(_pack(obj))
         with self._lock:
-            if not self._f.closed:
-                self._f.write(data)
+            if self._f.closed:
+                return
+            try:
+                while data:
+                    data = data[self._f.write(data) or 0:]
+            except OSError as e:
+                raise TraceError(f"{self.path}: cannot write the trace: "
+                                 f"{e.strerror or e}") from e
+
+    def fileno(self) -> int:
+        """The file's descriptor (O_APPEND), for native units that write chunks themselves."""
+        return self._f.fileno()
+
+    def add_words(self, n: int) -> None:
+        """Count ``n`` packed words that a native unit wrote itself (the footer's total)."""
+        with self._lock:
+            self.words += n
+
+    def on_close(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` before the footer is written (see the class doc)."""
+        with self._lock:
+            self._on_close.append(fn)
 
     def set_clock(self, offset: float, error: float) -> None:
         self._clock = (offset, error)
@@ -106,6 +135,10 @@ class TraceWriter:
         self._write({"states": states, "reason": reason, "t": time.perf_counter_ns()})
 
     def close(self) -> None:
+        with self._lock:
+            hooks, self._on_close = self._on_close, []
+        for fn in hooks:
+            fn()
         off, err = self._clock
         self._write({"end": True, "clock_offset_ns": int(off * 1e9),
                      "clock_error_ns": int(err * 1e9), "words": self.words})

@@ -124,6 +124,12 @@ class _Endpoint:
             raise CommClosed(f"{self.name}: closed ({self.address})")
         return int(self._sock.underlying)
 
+    @property
+    def send_lock(self) -> threading.Lock:
+        """Held around every send on this endpoint; the C driver's sends on ``handle``
+        take it too, so threads sharing the endpoint never interleave frames."""
+        return self._lock
+
     # -- receiving ----------------------------------------------------------------------
     def poll(self, timeout: float) -> bool:
         """True when a message is waiting (within ``timeout`` seconds)."""
