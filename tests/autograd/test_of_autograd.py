@@ -575,3 +575,17 @@ def test_custom_function_backward_with_the_wrong_gradient_count_is_named():
     y = Bad.apply(_leaf(A), _leaf(B))
     with pytest.raises(AutogradError, match=r"Bad\.backward returned 1 gradients, forward took 2"):
         y.sum().backward()
+
+
+def test_custom_function_with_several_outputs_is_refused_by_name():
+    class Two(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2, a * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    with pytest.raises(AutogradError, match=r"Two\.forward returned 2 outputs"):
+        Two.apply(_leaf(A))

@@ -103,3 +103,10 @@ def test_clipping_inside_a_job_gives_oneflows_step():
     want = ORACLE["clip_grad_norm_then_sgd"]["out"]
     np.testing.assert_allclose(w0, want["w0"]["v"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(b2, want["b2"]["v"], rtol=1e-5, atol=1e-6)
+
+
+def test_clip_grad_norm_error_if_nonfinite_names_the_norm():
+    p = nn.Parameter(af.tensor([1.0, 2.0]))
+    (p * float("inf")).sum().backward()
+    with pytest.raises(af.errors.UsageError, match=r"norm of order 2\.0 .* non-finite"):
+        nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)

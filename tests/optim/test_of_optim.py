@@ -130,6 +130,24 @@ def case_grad_set_by_hand():
     return out
 
 
+def case_param_group_clip_grad():
+    p = flow.nn.Parameter(flow.tensor(P0))
+    q = flow.nn.Parameter(flow.tensor(Q0))
+    opt = optim.Adam([{"params": [p], "clip_grad_max_norm": 0.5, "clip_grad_norm_type": 2.0},
+                      {"params": [q], "clip_grad_max_norm": 0.1,
+                       "clip_grad_norm_type": float("inf")}], lr=0.1)
+    out = {}
+    for k in range(3):
+        opt.zero_grad()
+        ((flow.tensor(C) * (p - flow.tensor(T)) ** 2).sum() + (q * q * q).sum()).backward()
+        opt.clip_grad()
+        out[f"gp{k}"] = flow.tensor(p.grad.numpy())
+        opt.step()
+        out[f"p{k}"] = flow.tensor(p.numpy())
+        out[f"q{k}"] = flow.tensor(q.numpy())
+    return out
+
+
 def case_step_lr():
     return _train(lambda ps: optim.SGD(ps, lr=0.1),  steps=6,
                   make_sched=lambda o: optim.lr_scheduler.StepLR(o, step_size=2, gamma=0.5))

@@ -12,6 +12,7 @@ The step counter and a scheduled learning rate are variables and ops of the job 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -116,6 +117,21 @@ class Optimizer:
                 raise UsageError(f"parameter group didn't specify a value of required "
                                  f"optimization parameter {k}")
         self.param_groups.append(full)
+
+    def clip_grad(self, error_if_nonfinite: bool = False) -> None:
+        """OneFlow's: clip each group's gradients by ``clip_grad_norm_`` with the group's
+        ``clip_grad_max_norm`` and ``clip_grad_norm_type`` (eagerly or in a job); a group
+        without them is left alone, with OneFlow's warning."""
+        from actorflow.nn.utils import clip_grad_norm_
+
+        for g in self.param_groups:
+            if "clip_grad_max_norm" in g and "clip_grad_norm_type" in g:
+                clip_grad_norm_(g["params"], g["clip_grad_max_norm"], g["clip_grad_norm_type"],
+                                error_if_nonfinite)
+            else:
+                warnings.warn("To enable clip_grad, pass the `clip_grad_max_norm` and "
+                              "`clip_grad_norm_type` parameters when making the Optimizer",
+                              stacklevel=2)
 
     def zero_grad(self, set_to_none: bool = False) -> None:
         """Zero the gradients, or forget them with ``set_to_none=True`` (OneFlow's default
