@@ -5,6 +5,8 @@ shared-memory segment whose name starts with ``actorflow``; the failure lists wh
 ``flowlaunch`` runs the CLI as a subprocess and fails if any process of the run remains.
 ``cuda_device`` is how a test says it needs a CUDA device: it sets ``ACTORFLOW_DEVICE``
 (``tests/device.py`` picks it) for that test and restores it afterwards.
+``environment_restored`` puts ``os.environ`` back after every test: what one test (or a
+bench module it loads) sets must not reach the processes later tests start.
 """
 
 from __future__ import annotations
@@ -47,6 +49,20 @@ def _shm() -> set[str]:
         return {n for n in os.listdir("/dev/shm") if n.startswith("actorflow")}
     except OSError:
         return set()
+
+
+@pytest.fixture(autouse=True)
+def environment_restored():
+    """``os.environ`` as it was before the test, after it.  ``bench/eager.py`` sets
+    ``OPENBLAS_NUM_THREADS=1`` when loaded (``tests/test_examples.py`` loads it in this
+    process); left set, every later subprocess ran single-threaded BLAS, whose last bits
+    differ, and ``flowlaunch sim examples/train_mlp_digits.py`` drifted past its 1e-4 check
+    in full-suite runs only (``tests/test_env_isolation.py``)."""
+    before = dict(os.environ)
+    yield
+    if dict(os.environ) != before:
+        os.environ.clear()
+        os.environ.update(before)
 
 
 @pytest.fixture(autouse=True)
