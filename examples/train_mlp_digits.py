@@ -96,6 +96,13 @@ def drive(session: af.Session, steps: int = STEPS) -> dict[str, list[np.ndarray]
     return {"loss": losses, "pred": [session.run("eval", {"x": xte})]}
 
 
+# The job's losses match eager training's to ~1e-7 for ~90 steps; later, where Adam sits at a
+# sensitive point, the last bits of a matrix product (BLAS threads, the split batch's shapes)
+# can send both onto neighbouring paths up to ~3e-4 apart (OPENBLAS_NUM_THREADS=1 does it
+# every time).  A wrong ordering or a lost update moves the losses by far more.
+CHECK_TOLERANCE = 1e-3  # flowlaunch reads it: the largest gap check() may return and pass
+
+
 def check(result: dict[str, list[np.ndarray]], eager: list[float] | None = None) -> float:
     """Largest relative gap between the job's and eager training's losses (and the test
     accuracy must reach 95%: a smaller one counts as a gap of 1)."""
@@ -116,7 +123,7 @@ def main(machines: int = 2, steps: int = STEPS) -> int:
     t2 = time.perf_counter()
     gap = check(result, eager)
     graph_acc = float((np.asarray(result["pred"][-1]) == load_data()[3]).mean())
-    ok = gap < 1e-4 and eager_acc >= 0.95 and graph_acc >= 0.95
+    ok = gap <= CHECK_TOLERANCE and eager_acc >= 0.95 and graph_acc >= 0.95
     print(f"eager: loss {eager[0]:.3f} -> {eager[-1]:.4f} in {steps} steps "
           f"({steps / (t1 - t0):.0f} steps/s), test accuracy {eager_acc:.1%}")
     print(f"job on {machines} machines (data parallel): loss {float(result['loss'][-1]):.4f}, "

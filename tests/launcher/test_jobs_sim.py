@@ -110,3 +110,43 @@ def test_save_from_a_flowlaunch_run_has_every_machines_part(flowlaunch, tmp_path
     with af.Session(af.compile([rd], machines=1)) as s:
         np.testing.assert_array_equal(s.run("read"),
                                       np.arange(12, dtype=np.float32).reshape(4, 3))
+
+
+_LOOSE_JOB = '''
+import numpy as np
+import actorflow as af
+{tolerance}
+
+def build_plan(machines=2):
+    b = af.PlanBuilder(machines=machines, register_num=2, name="loose")
+    x = b.source("random_normal", {{"shape": [4], "dtype": "float64", "seed": 3}},
+                 piece_num=3, machine=0, name="x")
+    b.output("x", x)
+    b.output("y", b.op("relu", x, machine=machines - 1))
+    return b.build()
+
+
+def check(outputs):
+    # the error against numpy plus a fixed 5e-4: a check whose number is not elementwise
+    return max(float(np.abs(y - np.maximum(x, 0)).max())
+               for x, y in zip(outputs["x"], outputs["y"], strict=True)) + 5e-4
+'''
+
+
+def test_a_job_files_check_tolerance_is_the_bound_its_check_must_meet(flowlaunch, tmp_path):
+    results = {}
+    for name, line in [("default", ""), ("loose", "CHECK_TOLERANCE = 1e-3"),
+                       ("tight", "CHECK_TOLERANCE = 4e-4")]:
+        job = tmp_path / f"{name}.py"
+        job.write_text(_LOOSE_JOB.format(tolerance=line))
+        r = flowlaunch.run("sim", job, "--machines", 2, "--json", timeout=60)
+        results[name] = (r.returncode, json.loads(r.stdout)["check"])
+    assert results["loose"] == (0, "check: max |actorflow - numpy| = 5.00e-04 OK")
+    assert results["default"] == (1, "check: max |actorflow - numpy| = 5.00e-04 FAILED")
+    assert results["tight"] == (1, "check: max |actorflow - numpy| = 5.00e-04 FAILED")
+    bad = tmp_path / "bad.py"
+    bad.write_text(_LOOSE_JOB.format(tolerance="CHECK_TOLERANCE = 'loose'"))
+    r = flowlaunch.run("sim", bad, "--machines", 2, timeout=60)
+    assert r.returncode != 0
+    assert f"{bad}: CHECK_TOLERANCE must be a finite number >= 0" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr

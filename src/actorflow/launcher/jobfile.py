@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -202,10 +203,23 @@ def runnable_check(plan: Plan, source: str | Path) -> None:
         raise LaunchError(f"{source}: the plan has no source task, so nothing would run")
 
 
-def job_check(path: str | Path) -> Callable[[Any], Any] | None:
-    """The job file's optional ``check(outputs)`` hook (None for .plan files or no hook)."""
+DEFAULT_CHECK_TOLERANCE = 1e-4
+
+
+def job_check(path: str | Path) -> tuple[Callable[[Any], Any], float] | None:
+    """The job file's optional ``check(outputs)`` hook and the largest number it may return
+    and pass (``CHECK_TOLERANCE`` in the file, else 1e-4): a check whose number is not an
+    elementwise error (a training run's loss gap, which a BLAS's last bits can move) says
+    its own bound.  None for .plan files or no hook."""
     path = Path(path)
     if path.suffix != ".py":
         return None
-    fn = getattr(load_module(path), "check", None)
-    return fn if callable(fn) else None
+    module = load_module(path)
+    fn = getattr(module, "check", None)
+    if not callable(fn):
+        return None
+    tol = getattr(module, "CHECK_TOLERANCE", DEFAULT_CHECK_TOLERANCE)
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < math.inf:
+        raise LaunchError(f"{path}: CHECK_TOLERANCE must be a finite number >= 0 (the "
+                          f"largest value check() may return and pass), got {tol!r}")
+    return fn, float(tol)

@@ -199,7 +199,7 @@ def run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
         if args.out:
             extra["out"] = str(args.out)
         if check is not None:
-            ok, line = run_check(check, sink.outputs())
+            ok, line = run_check(check[0], sink.outputs(), tolerance=check[1])
             extra["check"] = line
             if not ok:
                 code = 1
