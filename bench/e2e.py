@@ -125,13 +125,16 @@ def cores() -> list[str]:
 
 def ray_chain(stages: int) -> float | None:
     """Ray Compiled Graphs' pieces/s on the chain (None: Ray is not installed here)."""
-    r = subprocess.run([sys.executable, os.path.join(HERE, "_ray_chain.py"), str(stages),
-                        str(SMALL), str(LARGE)], capture_output=True, text=True, timeout=900)
-    try:
-        doc = json.loads(r.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError) as e:
-        raise SystemExit(f"bench/_ray_chain.py failed ({r.returncode}):\n{r.stderr[-2000:]}") from e
-    return doc.get("pieces_per_second")
+    for _ in range(2):  # Ray's compiled graph can time out on a loaded box: once more
+        r = subprocess.run([sys.executable, os.path.join(HERE, "_ray_chain.py"), str(stages),
+                            str(SMALL), str(LARGE)], capture_output=True, text=True,
+                            timeout=900)
+        try:
+            return json.loads(r.stdout.strip().splitlines()[-1]).get("pieces_per_second")
+        except (IndexError, ValueError):
+            last = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
+            print(f"bench/_ray_chain.py failed ({r.returncode}): {last}", file=sys.stderr)
+    return math.nan  # the Ray columns say nan; our rows still stand
 
 
 def sketch_floor(quick: bool) -> float | None:
