@@ -54,9 +54,14 @@ def dataflow_plans(draw: Any) -> tuple[list, dict[int, int], list[Msg]]:
     rnum = st.integers(1, 4)
     nodes: list[dict] = []  # {id, kind, inputs: [node ids], attrs}
     n_roots = draw(st.integers(1, 2))
+    # a node's rate: the acc/repeat steps between it and a root, in order.  A join of two
+    # inputs with different rates carries different piece counts: an illegal plan that both
+    # cores refuse alike ("its inputs carried different piece counts"), so joins keep rates
+    rate: list[tuple] = []
     for _ in range(n_roots):
         nodes.append({"kind": draw(st.sampled_from(["source", "input"])), "inputs": [],
                       "attrs": {}})
+        rate.append(())
     for _ in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(["normal", "normal", "tick", "acc", "repeat", "normal2"]))
         a = draw(st.integers(0, len(nodes) - 1))
@@ -64,7 +69,7 @@ def dataflow_plans(draw: Any) -> tuple[list, dict[int, int], list[Msg]]:
         if kind == "normal2":
             b = draw(st.integers(0, len(nodes) - 1))
             kind = "normal"
-            if b != a:
+            if b != a and rate[b] == rate[a]:
                 inputs.append(b)
         attrs = {}
         if kind == "acc":
@@ -72,6 +77,7 @@ def dataflow_plans(draw: Any) -> tuple[list, dict[int, int], list[Msg]]:
         if kind == "repeat":
             attrs["repeat_num"] = draw(st.integers(1, 3))
         nodes.append({"kind": kind, "inputs": inputs, "attrs": attrs})
+        rate.append(rate[a] + tuple((kind, n) for n in attrs.values()))
     # every node without a consumer feeds an output (so pieces drain to somewhere)
     used = {i for n in nodes for i in n["inputs"]}
     for i in range(len(nodes)):
