@@ -73,7 +73,11 @@ def arith(op: str, a: Any, b: Any, dtype: str) -> Any:
         if op == "pow":
             if np.dtype(dtype).kind in "iu":
                 return int_pow(a, b)
-            return np.power(a, b)
+            res = np.power(a, b)
+            # IEEE 754 (C's pow, numpy's float16/float32 loops): pow(-inf, y) is +inf for
+            # y > 0 and +0 for y < 0 unless y is an odd integer; numpy's float64 loop says nan
+            neg_inf = np.isneginf(a) & ~np.isnan(b) & (np.mod(b, 2) != 1) & np.isnan(res)
+            return np.where(neg_inf, np.where(b > 0, np.inf, 0.0), res)
         if op in ("maximum", "minimum"):
             pick = a >= b if op == "maximum" else a <= b
             out = np.where(pick, a, b)
