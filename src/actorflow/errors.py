@@ -236,3 +236,27 @@ class AutogradError(InputError, RuntimeError):
 
 class DimensionError(OpError, IndexError):
     """A dimension or index out of range (OneFlow raises ``IndexError``); names the range."""
+
+
+def report_thread_errors(prog: str) -> None:
+    """Make an exception that escapes a thread of this process one line on stderr
+    (``PROG: internal error in thread NAME: Type: message (at file:line)``) instead of
+    Python's bare traceback: a worker or unit process shows the user clear lines, never a
+    traceback from deep inside.  ``ACTORFLOW_DEBUG=1`` keeps the full traceback."""
+    import os
+    import sys
+    import threading
+    import traceback
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:
+            return
+        if os.environ.get("ACTORFLOW_DEBUG") == "1":
+            traceback.print_exception(args.exc_type, args.exc_value, args.exc_traceback)
+        tb = traceback.extract_tb(args.exc_traceback)
+        where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+        name = args.thread.name if args.thread is not None else "?"
+        print(f"{prog}: internal error in thread {name}: {args.exc_type.__name__}: "
+              f"{args.exc_value}{where}", file=sys.stderr, flush=True)
+
+    threading.excepthook = hook

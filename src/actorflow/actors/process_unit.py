@@ -37,7 +37,13 @@ from actorflow.actors.runtime import MachineRuntime
 from actorflow.actors.unit_loop import run_unit
 from actorflow.actors.unit_rings import UnitRings
 from actorflow.actors.unit_status import StatusResponder
-from actorflow.errors import ActorflowError, KernelError, MalformedMessage, ProtocolError
+from actorflow.errors import (
+    ActorflowError,
+    KernelError,
+    MalformedMessage,
+    ProtocolError,
+    report_thread_errors,
+)
 from actorflow.plan.io import plan_from_bytes
 from actorflow.plan.model import Task
 from actorflow.protocol.messages import Msg
@@ -367,6 +373,7 @@ def main() -> int:
     libzmq's I/O thread still read it: the node got malloc's free-list pointers in place of
     the first row's bytes, or the batch and DONE never left.  Terminating the contexts
     first waits (up to each socket's linger) until libzmq let go of every frame."""
+    report_thread_errors("actorflow unit process")
     try:
         return _run()
     finally:

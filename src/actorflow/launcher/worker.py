@@ -23,7 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from actorflow.errors import ActorflowError, KernelError, LaunchError, StallError
+from actorflow.errors import (
+    ActorflowError,
+    KernelError,
+    LaunchError,
+    StallError,
+    report_thread_errors,
+)
 from actorflow.launcher.client import Aborted, ControlClient
 from actorflow.launcher.master import ControlMaster
 from actorflow.launcher.ports import local_address_towards
@@ -117,6 +123,7 @@ def plan_source(target: str) -> Callable[[int], Plan]:
 
 def run_worker(cfg: WorkerConfig) -> int:
     """Run one machine to the end; returns the exit code (never raises for run failures)."""
+    report_thread_errors("flowlaunch worker")
     old = {s: signal.signal(s, _on_signal) for s in _STOP_SIGNALS}
     if cfg.exit_on_stdin_eof:
         threading.Thread(target=_watch_stdin, name="flowlaunch-stdin", daemon=True).start()
